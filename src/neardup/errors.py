@@ -1,0 +1,27 @@
+"""Exceptions raised by neardup."""
+
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Base class of every error neardup raises on purpose."""
+
+
+class InputError(NeardupError):
+    """Bad input data: names the file, the line (or row) and what was expected.
+
+    ``line`` is 1-based for line-oriented formats (JSONL, CSV) and the 1-based row for Parquet;
+    ``None`` when the error concerns the whole file.
+    """
+
+    def __init__(self, path: str, line: int | None, message: str, reason: str = "invalid"):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        self.reason = reason
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class IncompatibleSketchError(NeardupError, ValueError):
+    """Two sketches were made with different schemes (hash family, seed, K, shingling, version)."""
