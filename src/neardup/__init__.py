@@ -1,3 +1,27 @@
-"""neardup: near-duplicate detection."""
+"""neardup: near-duplicate detection for text, sets and vectors.
+
+>>> import neardup
+>>> mh = neardup.MinHasher(num_perm=128)
+>>> sigs = mh.sign(["the cat sat on the mat today", "the cat sat on the mat today!"])
+>>> sigs.jaccard(0, j=1)
+1.0
+"""
 
 __version__ = "0.1.0"
+
+from .errors import IncompatibleSketchError, InputError, NeardupError
+from .lsh import LSHIndex, LSHParams, candidate_probability, effective_threshold, optimal_params, params_for
+from .measures import containment, jaccard, weighted_jaccard
+from .minhash import (Estimate, MinHasher, MinHashScheme, Signatures, acceptance_probability,
+                      confidence_interval, estimate_from_rows)
+from .pipeline import DedupConfig, DedupResult, dedup
+from .shingles import Shingling, shingle, shingle_batch
+from .text import normalize, tokenize
+
+__all__ = [
+    "DedupConfig", "DedupResult", "Estimate", "IncompatibleSketchError", "InputError", "LSHIndex", "LSHParams",
+    "MinHashScheme", "MinHasher", "NeardupError", "Shingling", "Signatures", "acceptance_probability",
+    "candidate_probability", "confidence_interval", "containment", "dedup", "effective_threshold",
+    "estimate_from_rows", "jaccard", "normalize", "optimal_params", "params_for", "shingle", "shingle_batch",
+    "tokenize", "weighted_jaccard",
+]

@@ -81,6 +81,42 @@ def hash_span(data, start, end):
     return fmix64(h ^ np.uint64(end - start))
 
 
+@nb.njit(inline="always", cache=True)
+def hash_span_words(words, start, end):
+    """``hash_span`` over a byte buffer seen as little-endian uint64 ``words``.
+
+    Same value as ``hash_span(buffer, start, end)``, reading whole words (two loads and a
+    funnel shift per 8 bytes at an unaligned start) instead of single bytes. The buffer must
+    extend at least 8 bytes past ``end``.
+    """
+    h = SEED
+    n = end - start
+    q = start >> 3
+    shift = np.uint64(8 * (start & 7))
+    full = n >> 3
+    if shift == 0:
+        for m in range(full):
+            h = rotl64(h ^ (words[q + m] * P1), 31) * P2
+    else:
+        back = np.uint64(64) - shift
+        lo = words[q]
+        for m in range(full):
+            hi = words[q + m + 1]
+            h = rotl64(h ^ (((lo >> shift) | (hi << back)) * P1), 31) * P2
+            lo = hi
+    rem = n & 7
+    if rem:
+        p = start + 8 * full
+        q2 = p >> 3
+        s2 = np.uint64(8 * (p & 7))
+        w = words[q2] >> s2
+        if (p & 7) + rem > 8:
+            w |= words[q2 + 1] << (np.uint64(64) - s2)
+        w &= (np.uint64(1) << np.uint64(8 * rem)) - np.uint64(1)
+        h = rotl64(h ^ (w * P1), 31) * P2
+    return fmix64(h ^ np.uint64(n))
+
+
 @nb.njit(cache=True, nogil=True)
 def hash_spans(data, offsets):
     """Hash every span ``data[offsets[i]:offsets[i+1]]``; returns uint64[len(offsets) - 1]."""

@@ -111,9 +111,17 @@ class Signatures:
 
     def jaccard(self, i: int, other: "Signatures | None" = None, j: int = 0) -> float:
         """The estimate r/K between row i and row j of ``other`` (default: this batch)."""
+        return self.estimate(i, other, j).value
+
+    def estimate(self, i: int, other: "Signatures | None" = None, j: int = 0, *, level: float = 0.95,
+                 method: Literal["wilson", "wald"] = "wilson") -> "Estimate":
+        """The estimate between row i and row j of ``other``, with standard error and interval.
+
+        Raises IncompatibleSketchError if the two batches were made with different schemes.
+        """
         other = self if other is None else other
         self.scheme.check_compatible(other.scheme)
-        return estimate_from_rows(self.values[i], other.values[j]).value
+        return estimate_from_rows(self.values[i], other.values[j], level=level, method=method)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Literal, Sequence
 import numba as nb
 import numpy as np
 
-from ._hash import hash_span
+from ._hash import hash_span_words
 from .text import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD, normalize
 
 _WORD_KIND, _CHAR_KIND = 0, 1
@@ -98,7 +98,7 @@ def _emit(h, mode, a, b, sig, out, pos):
 
 
 @nb.njit(cache=True, nogil=True)
-def _word_doc(data, start, end, table, n, buf, ring, mode, a, b, sig, out, pos):
+def _word_doc(data, start, end, table, n, buf, words, ring, mode, a, b, sig, out, pos):
     """Word n-gram shingles of ``data[start:end]``; returns how many were emitted."""
     blen = 0
     ntok = 0
@@ -129,7 +129,7 @@ def _word_doc(data, start, end, table, n, buf, ring, mode, a, b, sig, out, pos):
                 ring[ntok % n] = tok_start
                 ntok += 1
                 if ntok >= n:
-                    _emit(hash_span(buf, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
+                    _emit(hash_span_words(words, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
                     count += 1
             if cls == IDEOGRAPH:
                 if ntok > 0:
@@ -141,17 +141,17 @@ def _word_doc(data, start, end, table, n, buf, ring, mode, a, b, sig, out, pos):
                     blen += 1
                 ntok += 1
                 if ntok >= n:
-                    _emit(hash_span(buf, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
+                    _emit(hash_span_words(words, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
                     count += 1
         i = j
     if 0 < ntok < n:
-        _emit(hash_span(buf, 0, blen), mode, a, b, sig, out, pos)
+        _emit(hash_span_words(words, 0, blen), mode, a, b, sig, out, pos)
         count = 1
     return count
 
 
 @nb.njit(cache=True, nogil=True)
-def _char_doc(data, start, end, table, n, strip, buf, ring, mode, a, b, sig, out, pos):
+def _char_doc(data, start, end, table, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
     """Character n-gram shingles of ``data[start:end]``; returns how many were emitted."""
     blen = 0
     nch = 0
@@ -182,20 +182,20 @@ def _char_doc(data, start, end, table, n, strip, buf, ring, mode, a, b, sig, out
                     blen += 1
             nch += 1
             if nch >= n:
-                _emit(hash_span(buf, ring[(nch - n) % n], blen), mode, a, b, sig, out, pos + count)
+                _emit(hash_span_words(words, ring[(nch - n) % n], blen), mode, a, b, sig, out, pos + count)
                 count += 1
         i = j
     if 0 < nch < n:
-        _emit(hash_span(buf, 0, blen), mode, a, b, sig, out, pos)
+        _emit(hash_span_words(words, 0, blen), mode, a, b, sig, out, pos)
         count = 1
     return count
 
 
 @nb.njit(inline="always", cache=True)
-def _doc(data, start, end, table, kind, n, strip, buf, ring, mode, a, b, sig, out, pos):
+def _doc(data, start, end, table, kind, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
     if kind == _WORD_KIND:
-        return _word_doc(data, start, end, table, n, buf, ring, mode, a, b, sig, out, pos)
-    return _char_doc(data, start, end, table, n, strip, buf, ring, mode, a, b, sig, out, pos)
+        return _word_doc(data, start, end, table, n, buf, words, ring, mode, a, b, sig, out, pos)
+    return _char_doc(data, start, end, table, n, strip, buf, words, ring, mode, a, b, sig, out, pos)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -203,19 +203,20 @@ def _scratch(offsets):
     longest = 0
     for d in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    return np.empty(2 * longest + 16, dtype=np.uint8)
+    buf = np.zeros(((2 * longest + 24) // 8) * 8, dtype=np.uint8)
+    return buf, buf.view(np.uint64)
 
 
 @nb.njit(cache=True, nogil=True)
 def minhash_texts_kernel(data, offsets, table, kind, n, strip, a, b, sigs, counts):
     """Fill ``sigs[d]`` with the MinHash of document d's shingles and ``counts[d]`` with how many."""
-    buf = _scratch(offsets)
+    buf, words = _scratch(offsets)
     ring = np.empty(n, dtype=np.int64)
     dummy = np.empty(0, dtype=np.uint64)
     for d in range(offsets.shape[0] - 1):
         sig = sigs[d]
         sig[:] = np.uint32(0xFFFFFFFF)
-        counts[d] = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, ring,
+        counts[d] = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, ring,
                          _EMIT_MINHASH, a, b, sig, dummy, 0)
 
 
@@ -223,7 +224,7 @@ def minhash_texts_kernel(data, offsets, table, kind, n, strip, a, b, sigs, count
 def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     """Shingle hashes of every document as CSR (hashes, doc_offsets); sorted and unique if asked."""
     ndoc = offsets.shape[0] - 1
-    buf = _scratch(offsets)
+    buf, words = _scratch(offsets)
     ring = np.empty(n, dtype=np.int64)
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
     doc_off = np.zeros(ndoc + 1, dtype=np.int64)
@@ -231,7 +232,7 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     dummy_sig = np.empty(0, dtype=np.uint32)
     pos = 0
     for d in range(ndoc):
-        c = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, ring,
+        c = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, ring,
                  _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos)
         if unique and c > 1:
             s = np.sort(out[pos:pos + c])

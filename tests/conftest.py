@@ -1,0 +1,47 @@
+"""Shared fixtures: small generated corpora with planted near-duplicates."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    ids: list[str]
+    texts: list[str]
+    source: list[int]
+    """Index of the document each one was copied from (itself for originals)."""
+
+
+def make_corpus(n: int = 400, seed: int = 7, copy_rate: float = 0.3, max_edits: int = 6,
+                vocab: int = 4000) -> Corpus:
+    """Random-word documents; a fraction are copies of earlier ones with a few word substitutions."""
+    rng = random.Random(seed)
+    words = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfglmnprst')}{i}"
+             for i in range(vocab)]
+    texts: list[str] = []
+    source: list[int] = []
+    for i in range(n):
+        if texts and rng.random() < copy_rate:
+            src = rng.randrange(len(texts))
+            toks = texts[src].split()
+            for _ in range(rng.randint(0, max_edits)):
+                toks[rng.randrange(len(toks))] = rng.choice(words)
+            texts.append(" ".join(toks))
+            source.append(source[src])
+        else:
+            texts.append(" ".join(rng.choice(words) for _ in range(rng.randint(40, 200))))
+            source.append(i)
+    return Corpus([f"doc-{i:05d}" for i in range(n)], texts, source)
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Corpus:
+    return make_corpus()
