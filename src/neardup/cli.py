@@ -106,17 +106,18 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     try:
-        with _progress(show_progress) as advance:
+        with _progress(show_progress) as progress:
             result = dedup(inputs, config, text_field=text_field, id_field=id_field, on_error=on_error,
-                           want_pairs=pairs_path is not None, on_batch=advance)
-        t0 = time.perf_counter()
-        io.write_kept(inputs, result.keep_mask, output, text_field=text_field, id_field=id_field,
-                      on_error=on_error)
-        if clusters_path:
-            _write_clusters(result, clusters_path)
-        if pairs_path:
-            _write_pairs(result, pairs_path)
-        result.timings["write"] = time.perf_counter() - t0
+                           want_pairs=pairs_path is not None, on_batch=progress.advance, on_stage=progress.stage)
+            progress.stage("writing")
+            t0 = time.perf_counter()
+            io.write_kept(inputs, result.keep_mask, output, text_field=text_field, id_field=id_field,
+                          on_error=on_error)
+            if clusters_path:
+                _write_clusters(result, clusters_path)
+            if pairs_path:
+                _write_pairs(result, pairs_path)
+            result.timings["write"] = time.perf_counter() - t0
     except InputError as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
@@ -142,30 +143,44 @@ def _write_pairs(result: DedupResult, path: str) -> None:
     io.write_table({"id_a": ids[a], "id_b": ids[b], "similarity": sim}, path)
 
 
+class _NoProgress:
+    def advance(self, n: int) -> None:
+        pass
+
+    def stage(self, name: str) -> None:
+        pass
+
+
 @contextmanager
 def _progress(enabled: bool):
-    """A rich progress display on stderr; yields a callback advancing the document count."""
+    """A rich progress display on stderr with ``advance(n_documents)`` and ``stage(name)``."""
     if not enabled:
-        yield None
+        yield _NoProgress()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+    progress = Progress(SpinnerColumn(finished_text="[green]done"), TextColumn("{task.description}"),
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
                         console=Console(stderr=True), transient=True)
-    task = progress.add_task("reading + sketching", total=None, rate="")
-    start = time.perf_counter()
-    done = 0
 
-    def advance(n: int) -> None:
-        nonlocal done
-        done += n
-        rate = done / max(time.perf_counter() - start, 1e-9)
-        progress.update(task, advance=n, rate=f"{rate:,.0f} docs/s")
+    class Display:
+        def __init__(self) -> None:
+            self.task = progress.add_task("reading + sketching", total=1, info="")
+            self.start = time.perf_counter()
+            self.done = 0
+
+        def advance(self, n: int) -> None:
+            self.done += n
+            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
+            progress.update(self.task, info=f"{self.done:,} documents, {rate:,.0f}/s")
+
+        def stage(self, name: str) -> None:
+            progress.update(self.task, completed=1)
+            self.task = progress.add_task(name, total=1, info="")
 
     with progress:
-        yield advance
+        yield Display()
 
 
 def _print_summary(result: DedupResult, config: DedupConfig, total: float) -> None:

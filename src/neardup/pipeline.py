@@ -218,12 +218,14 @@ def shingle_sets(batches: Iterable[io.DocBatch], wanted: np.ndarray, shingling: 
 
 def cluster_sketches(sk: Sketches, config: DedupConfig, *, want_pairs: bool = False,
                      reread: Callable[[], Iterable[io.DocBatch]] | None = None,
-                     timings: dict[str, float] | None = None):
+                     timings: dict[str, float] | None = None, on_stage: Callable[[str], None] | None = None):
     """Stages band -> verify -> cluster on the sketches of a whole input.
 
     Returns (root, kept, similarity, pairs, lsh params, candidate stats).
     """
     timings = {} if timings is None else timings
+    on_stage = on_stage or (lambda name: None)
+    on_stage("banding")
     lsh = config.lsh
     t0 = time.perf_counter()
     keys = band_keys(sk.values, lsh.bands, lsh.rows)
@@ -233,6 +235,7 @@ def cluster_sketches(sk: Sketches, config: DedupConfig, *, want_pairs: bool = Fa
     if config.verify == "exact":
         if reread is None:
             raise ValueError("verify='exact' needs a way to re-read the texts")
+        on_stage("re-reading candidate texts")
         t0 = time.perf_counter()
         wanted = in_buckets(keys, candidates)
         sets = shingle_sets(reread(), wanted, config.shingling)
@@ -241,6 +244,7 @@ def cluster_sketches(sk: Sketches, config: DedupConfig, *, want_pairs: bool = Fa
     else:
         verifier = Verifier.signature(sk.values, config.threshold)
 
+    on_stage("verifying candidates")
     t0 = time.perf_counter()
     result = find_clusters(keys, candidates, verifier, want_pairs=want_pairs)
     timings["verify"] = time.perf_counter() - t0
@@ -255,7 +259,8 @@ def cluster_sketches(sk: Sketches, config: DedupConfig, *, want_pairs: bool = Fa
 
 def dedup(paths: Sequence[str], config: DedupConfig = DedupConfig(), *, text_field: str = "text",
           id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", want_pairs: bool = False,
-          on_batch: Callable[[int], None] | None = None) -> DedupResult:
+          on_batch: Callable[[int], None] | None = None,
+          on_stage: Callable[[str], None] | None = None) -> DedupResult:
     """Run the dedup job on input files and return what it found (nothing is written).
 
     >>> import tempfile, pathlib, json
@@ -276,6 +281,6 @@ def dedup(paths: Sequence[str], config: DedupConfig = DedupConfig(), *, text_fie
     sk = sketch_documents(read(read_stats), config, on_batch)
     timings["read+sketch"] = time.perf_counter() - t0
     root, kept, similarity, pairs, lsh, cstats = cluster_sketches(
-        sk, config, want_pairs=want_pairs, reread=read, timings=timings)
+        sk, config, want_pairs=want_pairs, reread=read, timings=timings, on_stage=on_stage)
     return DedupResult(sk.ids, root, kept, similarity, pairs, lsh, cstats, read_stats, timings,
                        int(np.count_nonzero(sk.shingle_counts == 0)))
