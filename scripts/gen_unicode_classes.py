@@ -12,12 +12,14 @@ import unicodedata
 WORD, IDEOGRAPH, SPACE, PUNCT, IGNORE, OTHER = 1, 2, 3, 4, 5, 0
 # Scripts written without spaces between words: each character is its own token.
 IDEOGRAPHIC_RANGES = [
+    (0x3005, 0x3007),  # ideographic iteration mark, closing mark, number zero
     (0x3040, 0x30FF),  # Hiragana, Katakana
     (0x31F0, 0x31FF),  # Katakana phonetic extensions
     (0x3400, 0x4DBF),  # CJK extension A
     (0x4E00, 0x9FFF),  # CJK unified ideographs
     (0xF900, 0xFAFF),  # CJK compatibility ideographs
     (0xFF66, 0xFF9D),  # half-width Katakana
+    (0x1AFF0, 0x1B16F),  # Kana Extended-A/B, Kana Supplement, Small Kana Extension
     (0x20000, 0x2FA1F),  # CJK extensions B-F, compatibility supplement
     (0x30000, 0x323AF),  # CJK extensions G-H
 ]
