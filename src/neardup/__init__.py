@@ -14,13 +14,14 @@ from .lsh import LSHIndex, LSHParams, candidate_probability, effective_threshold
 from .measures import containment, jaccard, weighted_jaccard
 from .minhash import (Estimate, MinHasher, MinHashScheme, Signatures, acceptance_probability,
                       confidence_interval, estimate_from_rows)
-from .pipeline import DedupConfig, DedupResult, dedup
+from .dedup_minhash import MinHashConfig
+from .pipeline import DedupResult, dedup
 from .shingles import Shingling, shingle, shingle_batch
 from .text import normalize, tokenize
 
 __all__ = [
-    "DedupConfig", "DedupResult", "Estimate", "IncompatibleSketchError", "InputError", "LSHIndex", "LSHParams",
-    "MinHashScheme", "MinHasher", "NeardupError", "Shingling", "Signatures", "acceptance_probability",
+    "DedupResult", "Estimate", "IncompatibleSketchError", "InputError", "LSHIndex", "LSHParams",
+    "MinHashConfig", "MinHashScheme", "MinHasher", "NeardupError", "Shingling", "Signatures", "acceptance_probability",
     "candidate_probability", "confidence_interval", "containment", "dedup", "effective_threshold",
     "estimate_from_rows", "jaccard", "normalize", "optimal_params", "params_for", "shingle", "shingle_batch",
     "tokenize", "weighted_jaccard",

@@ -14,7 +14,8 @@ import click
 
 from . import __version__, io
 from .errors import InputError, NeardupError
-from .pipeline import DEFAULT_NGRAM, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, DedupConfig, DedupResult, dedup
+from .dedup_minhash import DEFAULT_NGRAM, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MinHashConfig
+from .pipeline import DedupResult, dedup
 from .shingles import Shingling
 
 EXIT_DATA_ERROR = 1
@@ -96,10 +97,8 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
     shingling = (Shingling("char", char_ngram, strip_punctuation=strip_punctuation) if char_ngram
                  else Shingling("word", ngram or DEFAULT_NGRAM))
     try:
-        config = DedupConfig(threshold=threshold, shingling=shingling, num_perm=num_perm, seed=seed,
-                             bands=bands, rows=rows, verify=verify, keep=keep, workers=workers,
-                             batch_size=batch_size)
-        config.lsh  # validates bands/rows against num_perm
+        config = MinHashConfig(threshold=threshold, shingling=shingling, num_perm=num_perm, seed=seed,
+                               bands=bands, rows=rows, verify=verify)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -107,7 +106,8 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
     started = time.perf_counter()
     try:
         with _progress(show_progress) as progress:
-            result = dedup(inputs, config, text_field=text_field, id_field=id_field, on_error=on_error,
+            result = dedup(inputs, config, keep=keep, workers=workers, batch_size=batch_size,
+                           text_field=text_field, id_field=id_field, on_error=on_error,
                            want_pairs=pairs_path is not None, on_batch=progress.advance, on_stage=progress.stage)
             progress.stage("writing")
             t0 = time.perf_counter()
@@ -125,7 +125,7 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, config, time.perf_counter() - started)
+        _print_summary(result, time.perf_counter() - started)
 
 
 def _write_clusters(result: DedupResult, path: str) -> None:
@@ -166,7 +166,7 @@ def _progress(enabled: bool):
 
     class Display:
         def __init__(self) -> None:
-            self.task = progress.add_task("reading + sketching", total=1, info="")
+            self.task = None
             self.start = time.perf_counter()
             self.done = 0
 
@@ -176,14 +176,17 @@ def _progress(enabled: bool):
             progress.update(self.task, info=f"{self.done:,} documents, {rate:,.0f}/s")
 
         def stage(self, name: str) -> None:
-            progress.update(self.task, completed=1)
+            if self.task is not None:
+                progress.update(self.task, completed=1)
             self.task = progress.add_task(name, total=1, info="")
+            self.start = time.perf_counter()
+            self.done = 0
 
     with progress:
         yield Display()
 
 
-def _print_summary(result: DedupResult, config: DedupConfig, total: float) -> None:
+def _print_summary(result: DedupResult, total: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -200,10 +203,8 @@ def _print_summary(result: DedupResult, config: DedupConfig, total: float) -> No
     table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
     table.add_row("removed", f"{result.n_removed:,}")
     table.add_row("kept", f"{result.n_documents - result.n_removed:,}")
-    lsh = result.lsh
-    table.add_row("LSH", f"b={lsh.bands} r={lsh.rows} (threshold {config.threshold}, K={config.num_perm})")
-    cs = result.candidate_stats
-    table.add_row("candidate pairs checked", f"{cs.checked:,} ({cs.verified:,} verified, {config.verify})")
+    for label, value in result.stats.items():
+        table.add_row(label, value)
     for stage, seconds in result.timings.items():
         table.add_row(f"time {stage}", f"{seconds:.2f} s")
     table.add_row("time total", f"{total:.2f} s")
