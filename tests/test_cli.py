@@ -284,3 +284,11 @@ def test_console_script_help_and_exit_codes(tmp_path):
     assert out.returncode == 1 and "missing.jsonl" in out.stderr
     out = subprocess.run(cmd + ["dedup"], capture_output=True, text=True)
     assert out.returncode == 2
+
+
+def test_repeated_ids_are_reported_in_the_summary(tmp_path):
+    text = " ".join(f"w{i}" for i in range(40))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": text}, {"id": 1, "text": "other words here"}])
+    res = run("dedup", src, "-o", tmp_path / "k.jsonl")
+    assert res.exit_code == 0
+    assert "repeated ids" in res.output

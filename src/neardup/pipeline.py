@@ -170,5 +170,9 @@ def dedup(paths: Sequence[str], method: Method | None = None, *, keep: Literal["
     found = method.find(read, ctx)
     kept = choose_kept(found.root, keep, found.lengths)
     similarity = found.similarity(np.arange(len(kept)), kept)
-    return DedupResult(found.ids, found.root, kept, similarity, found.pairs, found.stats, read_stats,
+    stats = dict(found.stats)
+    repeated = len(found.ids) - len(set(found.ids))
+    if repeated:
+        stats["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
+    return DedupResult(found.ids, found.root, kept, similarity, found.pairs, stats, read_stats,
                        ctx.timings, found.empty)
