@@ -22,7 +22,6 @@ Two outputs, the same clusters:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import math
 

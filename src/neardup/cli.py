@@ -8,15 +8,15 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 
 from . import __version__, io
+from ._cli_common import shingling_option
+from .cli_tools import COMMANDS
 from .errors import InputError, NeardupError
 from .dedup_minhash import DEFAULT_NGRAM, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MinHashConfig
 from .pipeline import DedupResult, dedup
-from .shingles import Shingling
 
 EXIT_DATA_ERROR = 1
 
@@ -92,10 +92,7 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
     Example:
       neardup dedup examples/news.jsonl -o kept.jsonl --clusters clusters.csv --pairs pairs.csv
     """
-    if ngram is not None and char_ngram is not None:
-        raise click.UsageError("--ngram and --char-ngram are exclusive: choose word or character shingles")
-    shingling = (Shingling("char", char_ngram, strip_punctuation=strip_punctuation) if char_ngram
-                 else Shingling("word", ngram or DEFAULT_NGRAM))
+    shingling = shingling_option(ngram, char_ngram, strip_punctuation)
     try:
         config = MinHashConfig(threshold=threshold, shingling=shingling, num_perm=num_perm, seed=seed,
                                bands=bands, rows=rows, verify=verify)
@@ -126,6 +123,10 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
         _print_summary(result, time.perf_counter() - started)
+
+
+for _command in COMMANDS:
+    main.add_command(_command)
 
 
 def _write_clusters(result: DedupResult, path: str) -> None:

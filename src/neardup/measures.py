@@ -18,7 +18,6 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 import numba as nb
-import numpy as np
 
 
 def _as_set(items: Iterable) -> set:
