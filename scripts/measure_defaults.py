@@ -28,8 +28,9 @@ import numpy as np
 import orjson
 
 from neardup.io import read_documents
-from neardup.dedup_minhash import MinHashConfig, Sketches, cluster_sketches, sketch_batch
-from neardup.pipeline import RunContext
+from neardup.candidates import Verifier, find_clusters
+from neardup.dedup_minhash import MinHashConfig, sketch_batch
+from neardup.lsh import band_keys
 from neardup.minhash import MinHasher
 from neardup.shingles import Shingling, shingle_batch
 from neardup.measures import jaccard_sorted
@@ -121,10 +122,12 @@ def k_table(ids, texts) -> list[str]:
     for k in (64, 128, 256):
         for t in (0.7, 0.8, 0.9):
             config = MinHashConfig(threshold=t, num_perm=k, shingling=sh)
-            v, c, ln = sketch_batch(texts, MinHasher(scheme=config.scheme))
-            _, pairs, _, lsh, stats = cluster_sketches(Sketches(ids, v, c, ln), config, None,
-                                                      RunContext(want_pairs=True))
-            got = set(zip(pairs[0].tolist(), pairs[1].tolist()))
+            v, c, _ = sketch_batch(texts, MinHasher(scheme=config.scheme))
+            lsh = config.lsh
+            res = find_clusters(band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0),
+                                Verifier.signature(v, t), want_pairs=True)
+            stats = res.stats
+            got = set(zip(res.pairs_a.tolist(), res.pairs_b.tolist()))
             at_t = [p for p, x in exact.items() if x >= t]
             above = [p for p, x in exact.items() if x >= t + 0.05]
             recall = sum(p in got for p in at_t) / max(len(at_t), 1)

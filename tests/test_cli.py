@@ -292,3 +292,65 @@ def test_repeated_ids_are_reported_in_the_summary(tmp_path):
     res = run("dedup", src, "-o", tmp_path / "k.jsonl")
     assert res.exit_code == 0
     assert "repeated ids" in res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# other methods and options
+
+
+def test_method_exact_groups_identical_normalized_texts(tmp_path):
+    recs = [{"id": "a", "text": "Hello   World"}, {"id": "b", "text": "hello world"},
+            {"id": "c", "text": "hello world!"}, {"id": "d", "text": ""}, {"id": "e", "text": ""}]
+    src = write_jsonl(tmp_path / "in.jsonl", recs)
+    res = run("dedup", src, "-o", tmp_path / "k.jsonl", "--method", "exact", "--clusters", tmp_path / "c.csv")
+    assert res.exit_code == 0, res.output
+    assert [r["id"] for r in read_rows(tmp_path / "k.jsonl")] == ["a", "c", "d", "e"]
+    assert "--method exact" in res.output
+    res = run("dedup", src, "-o", tmp_path / "k2.jsonl", "--method", "exact", "--raw", "-q")
+    assert [r["id"] for r in read_rows(tmp_path / "k2.jsonl")] == ["a", "b", "c", "d", "e"]
+
+
+def test_method_imatch_runs_with_its_options(tmp_path, jsonl_input, corpus):
+    res = run("dedup", jsonl_input, "-o", tmp_path / "k.jsonl", "--method", "imatch", "--idf-band", 0.1, 0.95,
+              "--lexicons", 3, "--clusters", tmp_path / "c.csv", "-q")
+    assert res.exit_code == 0, res.output
+    rows = read_rows(tmp_path / "c.csv")
+    assert len(rows) == len(corpus.ids)
+    assert len(read_rows(tmp_path / "k.jsonl")) < len(corpus.ids)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--method", "exact", "--num-perm", "64"], "--num-perm"),
+    (["--method", "imatch", "--threshold", "0.5"], "--threshold"),
+    (["--raw"], "--raw"),
+    (["--method", "exact", "--verify", "exact"], "--verify"),
+])
+def test_options_of_another_method_are_usage_errors(tmp_path, jsonl_input, args, flag):
+    res = CliRunner().invoke(main, ["dedup", str(jsonl_input), "-o", str(tmp_path / "k.jsonl"), *args])
+    assert res.exit_code == 2
+    assert flag in res.output and "does not apply" in res.output
+
+
+def test_html_field_is_stripped_before_comparing(tmp_path):
+    body = " ".join(f"word{i}" for i in range(60))
+    recs = [{"id": "a", "text": f"<html><body><p>{body}</p><script>var x = 1;</script></body></html>"},
+            {"id": "b", "text": f"<div class='x'>{body}</div><!-- a comment -->"}]
+    src = write_jsonl(tmp_path / "in.jsonl", recs)
+    res = run("dedup", src, "-o", tmp_path / "k.jsonl", "--method", "exact", "--html", "-q")
+    assert res.exit_code == 0
+    kept = read_rows(tmp_path / "k.jsonl")
+    assert [r["id"] for r in kept] == ["a"]
+    assert kept[0]["text"].startswith("<html>")  # the original record is written, markup and all
+    res = run("dedup", src, "-o", tmp_path / "k2.jsonl", "--method", "exact", "-q")
+    assert len(read_rows(tmp_path / "k2.jsonl")) == 2
+
+
+def test_no_exact_prepass_gives_the_same_output(tmp_path, jsonl_input):
+    outs = []
+    for extra in ([], ["--no-exact-prepass"]):
+        d = tmp_path / ("off" if extra else "on")
+        res = run("dedup", jsonl_input, "-o", d / "k.jsonl", "--pairs", d / "p.csv", "--clusters", d / "c.csv",
+                  "-q", *extra)
+        assert res.exit_code == 0
+        outs.append([(d / f).read_bytes() for f in ("k.jsonl", "p.csv", "c.csv")])
+    assert outs[0] == outs[1]

@@ -129,7 +129,7 @@ def test_input_format_directory_unknown_and_missing(tmp_path):
     with pytest.raises(InputError) as e:
         input_format(tmp_path / "a.xml")
     assert e.value.line is None and "unknown input format '.xml'" in str(e.value)
-    assert ".jsonl[.gz|.zst], .csv, .parquet or a directory of .txt files" in str(e.value)
+    assert ".jsonl[.gz|.zst], .csv, .parquet or a directory of .txt/.html files" in str(e.value)
     with pytest.raises(InputError, match="no such file or directory") as e:
         read_documents([tmp_path / "nope.jsonl"])  # raised at call time, before iterating
     assert e.value.path == str(tmp_path / "nope.jsonl")
@@ -721,3 +721,80 @@ def test_write_table_jsonl_matches_json_semantics(rows):
     assert [r["s"] for r in got] == cols["s"]
     assert [r["x"] for r in got] == cols["x"]
     assert [r["i"] for r in got] == cols["i"]
+
+
+# --------------------------------------------------------------------------------------------
+# HTML input
+
+
+PAGE = "<html><head><title>T</title><script>x()</script></head><body><h1>Head</h1><p>caf&eacute; <b>au</b> lait</p></body></html>"
+
+
+def test_html_files_in_a_directory(tmp_path):
+    root = tmp_path / "site"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("<p>plain text, not converted</p>")
+    (root / "b.html").write_text(PAGE)
+    (root / "sub" / "c.HTM").write_bytes(b"\xef\xbb\xbf<div>upper-case extension</div>")
+    (root / "sub" / "d.htm").write_bytes('<meta charset="iso-8859-1"><p>caf\xe9</p>'.encode("latin-1"))
+    (root / "e.xhtml").write_text("<p>not an input</p>")
+    (root / "f.html").mkdir()  # a directory with an HTML name is not a file
+    ids, texts, stats = read_all([str(root)])
+    assert ids == [os.path.join(str(root), p) for p in ["a.txt", "b.html", "sub/c.HTM", "sub/d.htm"]]
+    assert texts == ["<p>plain text, not converted</p>", "Head\ncafé au lait", "upper-case extension", "café"]
+    assert stats.files == 4 and stats.bytes_read == sum(
+        os.path.getsize(root / p) for p in ["a.txt", "b.html", "sub/c.HTM", "sub/d.htm"])
+    # html=True changes nothing for a directory: .html files are always converted, .txt never
+    assert read_all([str(root)], html=True)[1] == texts
+
+
+def test_html_directory_bad_encoding_and_main_content(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.html").write_bytes(b"<p>line one</p>\n<p>caf\xe9</p>")  # not UTF-8, no declaration
+    (root / "b.html").write_text("<nav><a href=/1>Home</a> <a href=/2>News</a> <a href=/3>Sport</a></nav>"
+                                 "<article><p>" + "The main story text goes here. " * 5 + "</p></article>")
+    with pytest.raises(InputError, match="invalid UTF-8") as e:
+        read_all([str(root)])
+    assert e.value.path == os.path.join(str(root), "a.html") and e.value.line == 2
+    ids, texts, stats = read_all([str(root)], on_error="skip")
+    assert ids == [os.path.join(str(root), "b.html")] and stats.reasons == {"invalid UTF-8": 1}
+    assert texts[0].startswith("Home News Sport\nThe main story")
+    _, main, _ = read_all([str(root)], on_error="skip", main_content=True)
+    assert main[0].startswith("The main story") and "Home" not in main[0]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_html_field_of_records(tmp_path, fmt):
+    pages = [PAGE, "<p>a &amp; b</p>", "plain", ""]
+    if fmt == "jsonl":
+        path = write_jsonl(tmp_path / "p.jsonl", [{"id": str(i), "body": p} for i, p in enumerate(pages)])
+    elif fmt == "csv":
+        path = write_csv(tmp_path / "p.csv", ["id", "body"], [[str(i), p] for i, p in enumerate(pages)])
+    else:
+        path = tmp_path / "p.parquet"
+        pq.write_table(pa.table({"id": [str(i) for i in range(4)], "body": pages}), path)
+    _, raw, _ = read_all([path], text_field="body")
+    assert raw == pages
+    ids, texts, _ = read_all([path], text_field="body", html=True, batch_size=3)
+    assert ids == ["0", "1", "2", "3"]
+    assert texts == ["Head\ncafé au lait", "a & b", "plain", ""]
+
+
+def test_write_kept_writes_the_original_html(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "a.html").write_text(PAGE)
+    (root / "b.txt").write_text("text")
+    (root / "c.html").write_text("<p>other</p>")
+    for name in ["k.jsonl", "k.csv", "k.parquet"]:
+        out = tmp_path / name
+        assert write_kept([str(root)], np.array([True, False, True]), out) == 2
+        assert [r["text"] for r in read_back(out)] == [PAGE, "<p>other</p>"]
+    src = write_jsonl(tmp_path / "r.jsonl", [{"text": PAGE, "n": 1}, {"text": "<p>x</p>"}])
+    out = tmp_path / "o.jsonl"
+    assert write_kept([src], np.array([True, True]), out) == 2
+    assert out.read_bytes() == src.read_bytes()  # records are copied, not their stripped text
+    # mixed with JSONL, the column plan pass reads the directory without converting it
+    assert write_kept([src, str(root)], np.array([True, False, True, False, True]), tmp_path / "m.csv") == 3
+    assert [r["text"] for r in read_back(tmp_path / "m.csv")] == [PAGE, PAGE, "<p>other</p>"]

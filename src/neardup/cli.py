@@ -14,7 +14,7 @@ import click
 from . import __version__, io
 from ._cli_common import shingling_option
 from .cli_tools import COMMANDS
-from .errors import InputError, NeardupError
+from .errors import NeardupError
 from .dedup_minhash import DEFAULT_NGRAM, DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MinHashConfig
 from .pipeline import DedupResult, dedup
 
@@ -40,62 +40,119 @@ def _check_output_path(ctx, param, value):
     return value
 
 
+# Options that belong to one method (or a few); the others apply to every method.
+METHOD_OPTIONS: dict[str, set[str]] = {
+    "minhash": {"threshold", "ngram", "char_ngram", "strip_punctuation", "num_perm", "bands", "rows", "seed",
+                "verify", "exact_prepass"},
+    "exact": {"raw"},
+    "imatch": {"idf_band", "lexicons", "lexicon_fraction", "min_terms", "seed"},
+}
+_METHOD_SPECIFIC = set().union(*METHOD_OPTIONS.values())
+
+
+def _build_method(method: str, p: dict):
+    """The method config from the command-line parameters (ValueError on bad combinations)."""
+    if method == "minhash":
+        return MinHashConfig(threshold=p["threshold"] if p["threshold"] is not None else DEFAULT_THRESHOLD,
+                             shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"]),
+                             num_perm=p["num_perm"], seed=p["seed"], bands=p["bands"], rows=p["rows"],
+                             verify=p["verify"], exact_prepass=p["exact_prepass"])
+    from .dedup_exact import DEFAULT_IDF_BAND, DEFAULT_LEXICON_FRACTION, ExactConfig, IMatchConfig
+
+    if method == "exact":
+        return ExactConfig(raw=p["raw"])
+    if method == "imatch":
+        return IMatchConfig(idf_band=p["idf_band"] or DEFAULT_IDF_BAND, lexicons=p["lexicons"],
+                            lexicon_fraction=p["lexicon_fraction"] or DEFAULT_LEXICON_FRACTION,
+                            min_terms=p["min_terms"], seed=p["seed"])
+    raise click.UsageError(f"unknown method {method!r}")
+
+
+def _reject_foreign_options(ctx: click.Context, method: str) -> None:
+    """A method-specific option given on the command line for another method is a usage error."""
+    for name in sorted(_METHOD_SPECIFIC - METHOD_OPTIONS[method]):
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE:
+            flag = next(o for o in ctx.command.params if o.name == name).opts[-1]
+            users = ", ".join(m for m, opts in METHOD_OPTIONS.items() if name in opts)
+            raise click.UsageError(f"{flag} does not apply to --method {method} (it is for: {users})")
+
+
 @main.command("dedup")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("-o", "--output", "output", required=True, callback=_check_output_path,
               help="Where to write the kept records, with all their fields; the format follows the "
                    "extension: .jsonl (.gz/.zst), .csv, .parquet.")
-@click.option("--method", type=click.Choice(["minhash"]), default="minhash", show_default=True,
-              help="Near-duplicate method.")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=DEFAULT_THRESHOLD,
-              show_default=True, help="Jaccard similarity at or above which documents are near-duplicates.")
-@click.option("--ngram", type=click.IntRange(min=1), default=None,
-              help=f"Word n-gram shingle size [default: {DEFAULT_NGRAM}].")
-@click.option("--char-ngram", type=click.IntRange(min=1), default=None,
-              help="Use character n-gram shingles of this size instead of word n-grams.")
-@click.option("--strip-punctuation", is_flag=True, help="Drop punctuation before character shingling.")
-@click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
-              help="MinHash signature length K.")
-@click.option("--bands", type=click.IntRange(min=1), default=None,
-              help="LSH bands b (default: chosen from the threshold and K).")
-@click.option("--rows", type=click.IntRange(min=1), default=None,
-              help="LSH rows per band r (default: chosen from the threshold and K).")
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True,
-              help="Seed of the MinHash permutations.")
-@click.option("--verify", type=click.Choice(["signature", "exact"]), default="signature", show_default=True,
-              help="Keep a candidate pair when its signature estimate reaches the threshold, or when "
-                   "the exact Jaccard of its shingle sets does (re-reads candidate texts).")
+@click.option("--method", type=click.Choice(list(METHOD_OPTIONS)), default="minhash", show_default=True,
+              help="minhash: Jaccard of shingle sets by MinHash + LSH; exact: identical normalized text; "
+                   "imatch: identical set of mid-frequency terms (I-Match).")
 @click.option("--keep", type=click.Choice(["first", "longest"]), default="first", show_default=True,
               help="Which document of each cluster is kept.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Sketching threads [default: all cores]; results do not depend on it.")
-@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
-@click.option("--id-field", default=None,
-              help="Field holding the document id [default: 'id' when present, else FILE:LINE].")
 @click.option("--clusters", "clusters_path", default=None, callback=_check_output_path,
               help="Also write one row per document: id, cluster (id of its kept document), similarity.")
 @click.option("--pairs", "pairs_path", default=None, callback=_check_output_path,
               help="Also write every verified pair: id_a, id_b, similarity.")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help=f"minhash: Jaccard similarity at or above which documents are near-duplicates [default: {DEFAULT_THRESHOLD}].")
+@click.option("--ngram", type=click.IntRange(min=1), default=None,
+              help=f"minhash: word n-gram shingle size [default: {DEFAULT_NGRAM}].")
+@click.option("--char-ngram", type=click.IntRange(min=1), default=None,
+              help="minhash: use character n-gram shingles of this size instead of word n-grams.")
+@click.option("--strip-punctuation", is_flag=True, help="minhash: drop punctuation before character shingling.")
+@click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
+              help="minhash: signature length K.")
+@click.option("--bands", type=click.IntRange(min=1), default=None,
+              help="minhash: LSH bands b (default: chosen from the threshold and K).")
+@click.option("--rows", type=click.IntRange(min=1), default=None,
+              help="minhash: LSH rows per band r (default: chosen from the threshold and K).")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True,
+              help="minhash: seed of the permutations (imatch: of the random sub-lexicons).")
+@click.option("--verify", type=click.Choice(["signature", "exact"]), default="signature", show_default=True,
+              help="minhash: keep a candidate pair when its signature estimate reaches the threshold, or when "
+                   "the exact Jaccard of its shingle sets does (re-reads candidate texts).")
+@click.option("--no-exact-prepass", "exact_prepass", flag_value=False, default=True,
+              help="minhash: sketch every document, also exact copies of earlier ones (by default only the first "
+                   "of each group of identical normalized texts is sketched; the results are the same).")
+@click.option("--raw", is_flag=True, help="exact: hash the raw text instead of the normalized text.")
+@click.option("--idf-band", type=(click.FloatRange(0, 1), click.FloatRange(0, 1)), default=None,
+              metavar="LO HI", help="imatch: normalized-IDF band of the terms kept [default: 0.4 0.75].")
+@click.option("--lexicons", type=click.IntRange(min=1), default=1, show_default=True,
+              help="imatch: signatures per document (the lexicon plus N - 1 random sub-lexicons); "
+                   "a match under any of them counts.")
+@click.option("--lexicon-fraction", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="imatch: share of the lexicon each random sub-lexicon keeps [default: 0.7].")
+@click.option("--min-terms", type=click.IntRange(min=1), default=1, show_default=True,
+              help="imatch: documents with fewer kept terms get no signature.")
+@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
+@click.option("--id-field", default=None,
+              help="Field holding the document id [default: 'id' when present, else FILE:LINE].")
+@click.option("--html", is_flag=True, help="The text field holds HTML: remove markup before comparing "
+                                           "(.html/.htm files in a directory always are).")
+@click.option("--main-content", is_flag=True, help="With HTML, keep only each page's main content block.")
 @click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
               help="On a bad record: stop with an error naming file and line, or skip and count it.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Threads [default: all cores]; results do not depend on it.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True,
-              help="Documents per sketching batch.")
+              help="Documents per batch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
-def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctuation, num_perm, bands, rows,
-              seed, verify, keep, workers, text_field, id_field, clusters_path, pairs_path, on_error,
-              batch_size, quiet):
-    """Remove near-duplicates from INPUT files (JSONL[.gz|.zst], CSV, Parquet, or a directory of .txt).
+@click.pass_context
+def dedup_cmd(ctx, inputs, output, method, keep, clusters_path, pairs_path, text_field, id_field, html,
+              main_content, on_error, workers, batch_size, quiet, **method_params):
+    """Remove near-duplicates from INPUT files: JSONL (.gz/.zst), CSV, Parquet, or a directory of
+    .txt/.html files.
 
-    Writes the kept records to OUTPUT; optionally the clusters and the verified pairs.
+    Writes the kept records to OUTPUT; optionally the clusters and the verified pairs. Options of a
+    method other than --method are refused.
 
     \b
-    Example:
+    Examples:
       neardup dedup examples/news.jsonl -o kept.jsonl --clusters clusters.csv --pairs pairs.csv
+      neardup dedup pages/ -o kept.parquet --threshold 0.7 --char-ngram 5
+      neardup dedup crawl.jsonl.zst -o exact.jsonl --method exact --html
     """
-    shingling = shingling_option(ngram, char_ngram, strip_punctuation)
+    _reject_foreign_options(ctx, method)
     try:
-        config = MinHashConfig(threshold=threshold, shingling=shingling, num_perm=num_perm, seed=seed,
-                               bands=bands, rows=rows, verify=verify)
+        config = _build_method(method, method_params)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -104,8 +161,9 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
     try:
         with _progress(show_progress) as progress:
             result = dedup(inputs, config, keep=keep, workers=workers, batch_size=batch_size,
-                           text_field=text_field, id_field=id_field, on_error=on_error,
-                           want_pairs=pairs_path is not None, on_batch=progress.advance, on_stage=progress.stage)
+                           text_field=text_field, id_field=id_field, on_error=on_error, html=html,
+                           main_content=main_content, want_pairs=pairs_path is not None,
+                           on_batch=progress.advance, on_stage=progress.stage)
             progress.stage("writing")
             t0 = time.perf_counter()
             io.write_kept(inputs, result.keep_mask, output, text_field=text_field, id_field=id_field,
@@ -115,14 +173,11 @@ def dedup_cmd(inputs, output, method, threshold, ngram, char_ngram, strip_punctu
             if pairs_path:
                 _write_pairs(result, pairs_path)
             result.timings["write"] = time.perf_counter() - t0
-    except InputError as exc:
-        click.echo(f"neardup: error: {exc}", err=True)
-        sys.exit(EXIT_DATA_ERROR)
     except NeardupError as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, time.perf_counter() - started)
+        _print_summary(result, method, time.perf_counter() - started)
 
 
 for _command in COMMANDS:
@@ -187,20 +242,20 @@ def _progress(enabled: bool):
         yield Display()
 
 
-def _print_summary(result: DedupResult, total: float) -> None:
+def _print_summary(result: DedupResult, method: str, total: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(stderr=True)
     rs = result.read_stats
-    table = Table(title="neardup dedup", show_header=False, box=None, pad_edge=False)
+    table = Table(title=f"neardup dedup --method {method}", show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_row("documents read", f"{result.n_documents:,}")
     table.add_row("skipped", f"{rs.skipped:,}")
     for reason, count in sorted(rs.reasons.items()):
         table.add_row(f"  {reason}", f"{count:,}")
-    table.add_row("empty (no shingles)", f"{result.empty:,}")
+    table.add_row("empty (no features)", f"{result.empty:,}")
     table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
     table.add_row("removed", f"{result.n_removed:,}")
     table.add_row("kept", f"{result.n_documents - result.n_removed:,}")

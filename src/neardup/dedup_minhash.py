@@ -2,6 +2,10 @@
 
 Stages, each a plain function:
 
+0. (on by default) the exact pre-pass (:mod:`neardup.exact`): a 128-bit key of each normalized
+   text; a document whose key was seen before is not sketched, it joins its representative's
+   cluster at similarity 1.0. Equal keys mean equal normalized texts, hence equal shingle sets,
+   so the results are the same with or without the pre-pass; only the work is saved.
 1. ``sketch_batch``: texts -> signatures, shingle counts, lengths (per batch, on the thread pool);
 2. ``band_keys`` (:mod:`neardup.lsh`): signatures -> one 64-bit key per band;
 3. (``--verify exact`` only) ``shingle_sets``: the exact shingle sets of the documents that share
@@ -20,9 +24,10 @@ import numpy as np
 
 from . import io
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to
+from .exact import ExactGroups, ExactPrepass, keys_from_encoded
 from .lsh import LSHParams, band_keys, params_for
 from .minhash import MinHasher, MinHashScheme
-from .pipeline import Found, Reader, RunContext, bounded_map, concat
+from .pipeline import Found, Reader, RowBuffer, RunContext, bounded_map, concat
 from .shingles import Shingling, shingle_texts_kernel, _kind_code, encode_texts
 from .text import CHAR_CLASS
 
@@ -43,6 +48,8 @@ class MinHashConfig:
         bands, rows: LSH banding; chosen from the threshold when None (see ``lsh.optimal_params``).
         verify: ``"signature"`` (estimate r/K >= threshold) or ``"exact"`` (exact Jaccard of
             the shingle sets, recomputed for candidate documents only).
+        exact_prepass: sketch only the first of each group of documents whose normalized texts
+            are identical (the others join its cluster at similarity 1.0).
     """
 
     threshold: float = DEFAULT_THRESHOLD
@@ -52,6 +59,7 @@ class MinHashConfig:
     bands: int | None = None
     rows: int | None = None
     verify: Literal["signature", "exact"] = "signature"
+    exact_prepass: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold <= 1:
@@ -76,53 +84,90 @@ class MinHashConfig:
         ctx.on_stage("reading + sketching")
         sk = sketch_documents(read(), self, ctx)
         ctx.timings["read+sketch"] = time.perf_counter() - t0
-        root, pairs, verifier, lsh, cstats = cluster_sketches(sk, self, read, ctx)
+        groups = sk.groups
+        sub_root, sub_pairs, verifier, lsh, cstats = cluster_sketches(sk, self, read, ctx)
+        sub_empty = sk.shingle_counts == 0
+        root = groups.expand_root(sub_root, sub_empty)
+        pairs = groups.expand_pairs(*sub_pairs, sub_empty=sub_empty) if sub_pairs is not None else None
         stats = {
+            "exact duplicates (pre-pass)": f"{groups.n_duplicates:,}" if self.exact_prepass else "off",
             "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm})",
             "candidate pairs checked": f"{cstats.checked:,} ({cstats.verified:,} verified, {self.verify})",
         }
-        return Found(sk.ids, sk.lengths, root, pairs, lambda a, b: similarity_to(a, b, verifier), stats,
-                     int(np.count_nonzero(sk.shingle_counts == 0)))
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return similarity_to(groups.to_sketched(docs), groups.to_sketched(others), verifier)
+
+        empty = int(np.count_nonzero(sub_empty[groups.to_sketched(np.arange(len(sk.ids)))]))
+        return Found(sk.ids, sk.lengths, root, pairs, similarity, stats, empty)
 
 
 @dataclass(frozen=True, eq=False)
 class Sketches:
-    """Output of the sketch stage for the whole input, in input order."""
+    """Output of the sketch stage for the whole input.
+
+    ``ids`` and ``lengths`` cover every document; ``values`` and ``shingle_counts`` only the
+    sketched ones (the representatives of ``groups``, in input order).
+    """
 
     ids: list[str]
-    values: np.ndarray
-    """uint32[n, K] MinHash signatures."""
-    shingle_counts: np.ndarray
-    """int64[n] number of shingles of each document (0: empty)."""
     lengths: np.ndarray
     """int64[n] text length in characters (for keep='longest')."""
+    groups: ExactGroups
+    """Exact-duplicate groups: which documents were sketched (all of them without the pre-pass)."""
+    values: np.ndarray
+    """uint32[m, K] MinHash signatures of the sketched documents."""
+    shingle_counts: np.ndarray
+    """int64[m] number of shingles of each sketched document (0: empty)."""
 
 
 def sketch_batch(texts: Sequence[str], hasher: MinHasher) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stage: texts -> (signatures uint32[n, K], shingle counts int64[n], lengths int64[n])."""
     values, counts = hasher.sign_texts_with_counts(texts)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    return values, counts, lengths
+    return values, counts, _lengths(texts)
+
+
+def _lengths(texts: Sequence[str]) -> np.ndarray:
+    return np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
 
 
 def sketch_documents(batches: Iterable[io.DocBatch], config: MinHashConfig, ctx: RunContext) -> Sketches:
-    """Stage: stream of document batches -> Sketches of the whole input."""
+    """Stages encode -> (exact pre-pass) -> sketch over a stream of document batches.
+
+    Encoding (normalization to UTF-8) and sketching run on the thread pool; the pre-pass decides,
+    in input order on the calling thread, which documents of each batch need a signature.
+    """
     hasher = MinHasher(scheme=config.scheme)
+    shingling = config.shingling
+    prepass = ExactPrepass()
+
+    def encode(batch: io.DocBatch):
+        data, offsets = encode_texts(batch.texts, shingling)
+        keys = keys_from_encoded(data, offsets, raw=True) if config.exact_prepass else None
+        return batch, data, offsets, keys
+
+    def admit(encoded):
+        for batch, data, offsets, keys in encoded:
+            mask = prepass.admit(keys) if keys is not None else np.ones(len(batch.texts), dtype=bool)
+            yield batch, data, offsets, mask
+
+    def sketch(item):
+        batch, data, offsets, mask = item
+        chosen = np.flatnonzero(mask)
+        values, counts = hasher.sign_encoded(data, offsets[:-1][chosen], offsets[1:][chosen])
+        return batch, values, counts, _lengths(batch.texts)
+
     ids: list[str] = []
-    values, counts, lengths = [], [], []
-
-    def work(batch: io.DocBatch):
-        return batch, sketch_batch(batch.texts, hasher)
-
-    for batch, (v, c, ln) in bounded_map(work, batches, ctx.workers):
+    values = RowBuffer((config.num_perm,), np.uint32)
+    counts, lengths = RowBuffer((), np.int64), RowBuffer((), np.int64)
+    for batch, v, c, ln in bounded_map(sketch, admit(bounded_map(encode, batches, ctx.workers)), ctx.workers):
         ids.extend(batch.ids)
         values.append(v)
         counts.append(c)
         lengths.append(ln)
         ctx.on_batch(len(batch.ids))
-    no_ints = np.empty(0, dtype=np.int64)
-    return Sketches(ids, concat(values, np.empty((0, config.num_perm), dtype=np.uint32)),
-                    concat(counts, no_ints), concat(lengths, no_ints))
+    groups = prepass.groups() if config.exact_prepass else ExactGroups(np.arange(len(ids), dtype=np.int64))
+    return Sketches(ids, lengths.finish(), groups, values.finish(), counts.finish())
 
 
 def shingle_sets(batches: Iterable[io.DocBatch], wanted: np.ndarray, shingling: Shingling):
@@ -149,8 +194,9 @@ def shingle_sets(batches: Iterable[io.DocBatch], wanted: np.ndarray, shingling: 
 
 
 def cluster_sketches(sk: Sketches, config: MinHashConfig, read: Reader | None, ctx: RunContext):
-    """Stages band -> (re-shingle) -> verify -> cluster on the sketches of a whole input.
+    """Stages band -> (re-shingle) -> verify -> cluster on the sketched documents.
 
+    Works in the index space of the sketched documents (``sk.groups.index`` maps back).
     Returns (root, pairs or None, verifier, LSH params, candidate stats).
     """
     lsh = config.lsh
@@ -165,8 +211,11 @@ def cluster_sketches(sk: Sketches, config: MinHashConfig, read: Reader | None, c
             raise ValueError("verify='exact' needs a way to re-read the texts")
         ctx.on_stage("re-reading candidate texts")
         t0 = time.perf_counter()
-        sets = shingle_sets(read(), in_buckets(keys, candidates), config.shingling)
-        verifier = Verifier.exact(sk.values, config.threshold, *sets)
+        index = sk.groups.index
+        wanted = np.zeros(len(sk.ids), dtype=bool)
+        wanted[index[in_buckets(keys, candidates)]] = True
+        set_values, set_offsets, set_row = shingle_sets(read(), wanted, config.shingling)
+        verifier = Verifier.exact(sk.values, config.threshold, set_values, set_offsets, set_row[index])
         ctx.timings["reshingle"] = time.perf_counter() - t0
     else:
         verifier = Verifier.signature(sk.values, config.threshold)

@@ -2,11 +2,19 @@
 
 Inputs (the format is chosen by the path):
 
-* a directory: every ``*.txt`` file under it, recursively, in sorted path order; one document per
-  file, id = the file's path joined from the given directory, text = the file decoded as UTF-8;
+* a directory: every ``*.txt``, ``*.html`` and ``*.htm`` file under it (extension in any case),
+  recursively, in sorted path order; one document per file, id = the file's path joined from the
+  given directory, text = the file decoded as UTF-8; for HTML files, the text is the page's visible
+  text (:func:`neardup.html.html_to_text`; the file may also be in the charset its ``<meta>``
+  declares when it is not UTF-8);
 * ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
 * ``.csv`` with a header row, optionally ``.gz``/``.zst``;
 * ``.parquet``.
+
+With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
+the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
+Only the text the methods see is converted: :func:`write_kept` writes the original records and
+files (raw HTML).
 
 Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
 number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
@@ -36,6 +44,7 @@ import base64
 import contextlib
 import csv
 import gzip
+import importlib
 import os
 import zlib
 from collections import Counter
@@ -45,13 +54,10 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import zstandard
 
 from .errors import InputError
+from .html import decode_html, html_to_text
 
 __all__ = [
     "DocBatch",
@@ -63,8 +69,10 @@ __all__ = [
     "write_table",
 ]
 
-_BLOCK = 8 << 20  # bytes of (decompressed) input split into lines at a time
-_TXT_BLOCK_FILES = 256  # .txt files per yielded chunk
+_BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
+_TXT_BLOCK_FILES = 256  # .txt/.html files per yielded chunk
+_TEXT_SUFFIXES = (".txt",)
+_HTML_SUFFIXES = (".html", ".htm")
 _WRITE_ROWS = 4096  # Parquet rows per batch when re-reading for write_kept
 _PARQUET_ROW_GROUP = 65536  # rows buffered before the Parquet writer emits a row group
 _CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's default of 128 KiB is far too small for documents
@@ -72,7 +80,27 @@ _BOM = b"\xef\xbb\xbf"
 _MISSING = object()
 _JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 _ON_ERROR = ("fail", "skip")
-_UNREADABLE = (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+class _Lazy:
+    """A module imported on first use: pyarrow costs ~40 MB of memory and 0.3 s of start-up,
+    and a JSONL-to-JSONL run never needs it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self._name)
+        self.__dict__.update(module.__dict__)
+        return getattr(module, attr)
+
+
+pa = _Lazy("pyarrow")
+pc = _Lazy("pyarrow.compute")
+pacsv = _Lazy("pyarrow.csv")
+pq = _Lazy("pyarrow.parquet")
+
+
+def _unreadable_errors() -> tuple[type[BaseException], ...]:
+    return (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,12 +129,12 @@ class ReadStats:
     """Counters filled while reading (pass one to :func:`read_documents` to watch progress).
 
     Attributes:
-        files: input files opened (each ``.txt`` file of a directory counts).
+        files: input files opened (each ``.txt``/``.html`` file of a directory counts).
         documents: documents read (skipped records excluded).
         skipped: records skipped with ``on_error="skip"``; an unreadable file counts once.
         reasons: reason -> number of skipped records, e.g. ``{"malformed JSON": 2}``.
         bytes_read: bytes of input consumed: the decompressed stream for JSONL and CSV, the file
-            size for Parquet and ``.txt`` files.
+            size for Parquet and ``.txt``/``.html`` files.
     """
 
     files: int = 0
@@ -157,7 +185,7 @@ def input_format(path: str | os.PathLike) -> str:
         name,
         None,
         f"unknown input format {suffix!r}; expected .jsonl[.gz|.zst], .csv, .parquet "
-        "or a directory of .txt files",
+        "or a directory of .txt/.html files",
         reason="unknown format",
     )
 
@@ -197,6 +225,10 @@ class _Policy:
     id_field: str | None
     on_error: str
     stats: ReadStats
+    html: bool = False
+    """Convert the text field of records from HTML (files of a directory: by extension)."""
+    main_content: bool = False
+    """Keep only the main block of each HTML page."""
 
     def reject(self, err: InputError) -> None:
         """Raise ``err`` (fail) or count it as one skipped record (skip)."""
@@ -206,14 +238,15 @@ class _Policy:
         self.stats.reasons[err.reason] += 1
 
 
-def _make_policy(text_field, id_field, on_error, stats) -> _Policy:
+def _make_policy(text_field, id_field, on_error, stats, html=False, main_content=False) -> _Policy:
     if on_error not in _ON_ERROR:
         raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
     if not isinstance(text_field, str) or not text_field:
         raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
     if id_field is not None and (not isinstance(id_field, str) or not id_field):
         raise ValueError(f"id_field must be None or a non-empty string, got {id_field!r}")
-    return _Policy(text_field, id_field, on_error, stats if stats is not None else ReadStats())
+    return _Policy(text_field, id_field, on_error, stats if stats is not None else ReadStats(), bool(html),
+                   bool(main_content))
 
 
 def _kind(value: Any) -> str:
@@ -361,7 +394,7 @@ def _line_blocks(stream, name: str, pol: _Policy) -> Iterator[list[bytes]]:
     while True:
         try:
             data = stream.read(_BLOCK)
-        except _UNREADABLE as exc:
+        except _unreadable_errors() as exc:
             pol.reject(_unreadable(name, exc))
             return
         if not data:
@@ -405,7 +438,7 @@ def _scan(path: str, fmt: str, pol: _Policy, full: bool, rows: int) -> Iterator[
         return _scan_csv(path, pol, full)
     if fmt == "parquet":
         return _scan_parquet(path, pol, full, rows)
-    return _scan_txtdir(path, pol)
+    return _scan_txtdir(path, pol, full)
 
 
 def _json_error(path: str, line: int, raw: bytes, exc: orjson.JSONDecodeError) -> InputError:
@@ -604,7 +637,7 @@ def _scan_parquet(path: str, pol: _Policy, full: bool, rows: int) -> Iterator[_C
     text_field, id_field = pol.text_field, pol.id_field
     try:
         pf = pq.ParquetFile(path)
-    except _UNREADABLE as exc:
+    except _unreadable_errors() as exc:
         pol.reject(_unreadable(path, exc))
         return
     with pf:
@@ -630,7 +663,7 @@ def _scan_parquet(path: str, pol: _Policy, full: bool, rows: int) -> Iterator[_C
                 batch = next(batches)
             except StopIteration:
                 break
-            except _UNREADABLE as exc:
+            except _unreadable_errors() as exc:
                 pol.reject(_unreadable(path, exc))
                 return
             values = batch.column(text_field).to_pylist()
@@ -667,10 +700,13 @@ def _scan_parquet(path: str, pol: _Policy, full: bool, rows: int) -> Iterator[_C
         pol.stats.bytes_read += os.path.getsize(path)
 
 
-def _scan_txtdir(root: str, pol: _Policy) -> Iterator[_Chunk]:
-    """Every ``*.txt`` under ``root``; no payload (the record is ``{"id": id, "text": text}``)."""
+def _scan_txtdir(root: str, pol: _Policy, full: bool = False) -> Iterator[_Chunk]:
+    """Every ``*.txt`` and ``*.html``/``*.htm`` under ``root``; no payload (the record is
+    ``{"id": id, "text": text}``). HTML files are converted to text unless ``full`` (write_kept
+    writes the original page)."""
     base = Path(root)
-    files = sorted(p for p in base.rglob("*.txt") if p.is_file())
+    files = sorted(p for p in base.rglob("*") if p.suffix.lower() in _TEXT_SUFFIXES + _HTML_SUFFIXES
+                   and p.is_file())
     ids: list[str] = []
     texts: list[str] = []
     for p in files:
@@ -684,12 +720,15 @@ def _scan_txtdir(root: str, pol: _Policy) -> Iterator[_Chunk]:
         pol.stats.bytes_read += len(data)
         if data.startswith(_BOM):
             data = data[3:]
+        is_html = p.suffix.lower() in _HTML_SUFFIXES
         try:
-            text = data.decode("utf-8")
+            text = decode_html(data) if is_html else data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
             pol.reject(_bad_utf8(name, line, exc, "file"))
             continue
+        if is_html and not full:
+            text = html_to_text(text, main_content=pol.main_content)
         ids.append(name)
         texts.append(text)
         if len(ids) >= _TXT_BLOCK_FILES:
@@ -720,12 +759,18 @@ def read_documents(
     on_error: str = "fail",
     batch_size: int = 2048,
     stats: ReadStats | None = None,
+    html: bool = False,
+    main_content: bool = False,
 ) -> Iterator[DocBatch]:
     """Stream the documents of ``paths`` (read in the order given) as :class:`DocBatch` es.
 
     Every batch but the last holds ``batch_size`` documents. Paths are checked before this
     returns (a missing path or unknown extension raises :class:`InputError` at once); records are
     read lazily. ``stats``, if given, is updated as batches are produced.
+
+    ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with
+    :func:`neardup.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
+    ``.txt`` files never). ``main_content=True``: keep only the main block of each HTML page.
 
     >>> stats = ReadStats()
     >>> for batch in read_documents(["docs.jsonl.gz"], on_error="skip", stats=stats):  # doctest: +SKIP
@@ -734,7 +779,7 @@ def read_documents(
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    pol = _make_policy(text_field, id_field, on_error, stats)
+    pol = _make_policy(text_field, id_field, on_error, stats, html, main_content)
     sources = _resolve_inputs(paths)
     return _batches(sources, pol, batch_size)
 
@@ -744,10 +789,14 @@ def _batches(sources: list[tuple[str, str]], pol: _Policy, batch_size: int) -> I
     ids: list[str] = []
     texts: list[str] = []
     for path, fmt in sources:
+        convert = pol.html and fmt != "txtdir"
         for chunk in _scan(path, fmt, pol, False, batch_size):
             pol.stats.documents += len(chunk.ids)
             ids += chunk.ids
-            texts += chunk.texts
+            if convert:
+                texts += [html_to_text(t, main_content=pol.main_content) for t in chunk.texts]
+            else:
+                texts += chunk.texts
             while len(ids) >= batch_size:
                 yield DocBatch(start, ids[:batch_size], texts[:batch_size])
                 del ids[:batch_size], texts[:batch_size]
@@ -888,7 +937,7 @@ def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
         cols.add("id", pa.string())
         cols.add("text", pa.string())
     elif fmt == "parquet":
-        with contextlib.suppress(*_UNREADABLE):
+        with contextlib.suppress(*_unreadable_errors()):
             for f in pq.read_schema(path):
                 cols.add(f.name, f.type)
     elif fmt == "csv":
@@ -930,7 +979,7 @@ def _plan_columns(sources, keep: np.ndarray, pol: _Policy, infer_types: bool) ->
     for path, fmt in sources:
         if fmt != "jsonl":
             _static_columns(path, fmt, cols)
-        for chunk in _scan(path, fmt, pol, fmt == "jsonl", _WRITE_ROWS):
+        for chunk in _scan(path, fmt, pol, fmt in ("jsonl", "txtdir"), _WRITE_ROWS):
             sel = _kept(keep, start, len(chunk.ids))
             start += len(chunk.ids)
             if fmt == "jsonl" and sel:
@@ -1065,7 +1114,7 @@ def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray
         return _CsvSink(tmp, comp, list(_plan_columns(sources, keep, plan_pol, False).types))
     schemas = []
     if all(fmt == "parquet" for _, fmt in sources):
-        with contextlib.suppress(*_UNREADABLE):
+        with contextlib.suppress(*_unreadable_errors()):
             schemas = [pq.read_schema(path) for path, _ in sources]
     if schemas and all(s.equals(schemas[0], check_metadata=False) for s in schemas):
         return _ParquetSink(tmp, schemas[0], set())  # the input schema, metadata included
@@ -1092,7 +1141,8 @@ def write_kept(
 
     * JSONL -> JSONL copies the original line bytes verbatim.
     * Parquet -> Parquet keeps the input schema (when all inputs share one).
-    * A directory of ``.txt`` files gives records ``{"id": path, "text": text}``.
+    * A directory of ``.txt``/``.html`` files gives records ``{"id": path, "text": text}`` with the
+      file's text as it is (an HTML file's markup included).
     * CSV and Parquet outputs of JSON records have the union of the kept records' fields, in
       first-seen order (one extra pass over the inputs finds them); a missing field is empty/null.
       In CSV, values that are not strings are written as JSON text (``3``, ``true``, ``[1,2]``);

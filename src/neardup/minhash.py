@@ -291,15 +291,25 @@ class MinHasher:
 
     def sign_texts_with_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Raw signatures (uint32[n, K]) and the number of shingles of each text (int64[n])."""
-        sh = self.scheme.shingling
-        if sh is None:
-            raise ValueError("this scheme is for generic sets (shingling=None); use sign_sets")
+        sh = self._text_shingling()
         data, offsets = encode_texts(texts, sh)
-        values = np.empty((len(texts), self.scheme.num_perm), dtype=np.uint32)
-        counts = np.empty(len(texts), dtype=np.int64)
-        minhash_texts_kernel(data, offsets, CHAR_CLASS, _kind_code(sh), sh.n, sh.strip_punctuation,
-                             self._a, self._b, values, counts)
+        return self.sign_encoded(data, offsets[:-1], offsets[1:])
+
+    def sign_encoded(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw signatures and shingle counts of the texts ``data[starts[i]:ends[i]]``, already
+        normalized and UTF-8 encoded (as :func:`neardup.shingles.encode_texts` packs them)."""
+        sh = self._text_shingling()
+        values = np.empty((len(starts), self.scheme.num_perm), dtype=np.uint32)
+        counts = np.empty(len(starts), dtype=np.int64)
+        minhash_texts_kernel(data, np.ascontiguousarray(starts, dtype=np.int64),
+                             np.ascontiguousarray(ends, dtype=np.int64), CHAR_CLASS, _kind_code(sh), sh.n,
+                             sh.strip_punctuation, self._a, self._b, values, counts)
         return values, counts
+
+    def _text_shingling(self) -> Shingling:
+        if self.scheme.shingling is None:
+            raise ValueError("this scheme is for generic sets (shingling=None); use sign_sets")
+        return self.scheme.shingling
 
     def sign_sets(self, sets: Iterable[Iterable]) -> Signatures:
         """Signatures of generic sets: iterables of str, bytes or ints (or integer numpy arrays).

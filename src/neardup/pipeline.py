@@ -129,15 +129,42 @@ def concat(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else empty
 
 
+class RowBuffer:
+    """Rows appended batch after batch into one array, without a final concatenation.
+
+    The array grows by ``ndarray.resize``, which reallocates in place where it can (``mremap``
+    for large arrays on Linux), and capacity that was never written costs no resident memory;
+    so the peak is about the final array, not twice it.
+    """
+
+    def __init__(self, row_shape: tuple[int, ...], dtype) -> None:
+        self._array = np.empty((1024,) + row_shape, dtype=dtype)
+        self._n = 0
+
+    def append(self, rows: np.ndarray) -> None:
+        need = self._n + len(rows)
+        if need > len(self._array):
+            self._array.resize((max(need, 2 * len(self._array)),) + self._array.shape[1:], refcheck=False)
+        self._array[self._n:need] = rows
+        self._n = need
+
+    def finish(self) -> np.ndarray:
+        """The rows appended so far, as one array (the buffer must not be used afterwards)."""
+        self._array.resize((self._n,) + self._array.shape[1:], refcheck=False)
+        return self._array
+
+
 def dedup(paths: Sequence[str], method: Method | None = None, *, keep: Literal["first", "longest"] = "first",
           workers: int | None = None, batch_size: int = 2048, text_field: str = "text",
-          id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", want_pairs: bool = False,
+          id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", html: bool = False,
+          main_content: bool = False, want_pairs: bool = False,
           on_batch: Callable[[int], None] | None = None,
           on_stage: Callable[[str], None] | None = None) -> DedupResult:
     """Run the dedup job on input files and return what it found (nothing is written).
 
     ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
-    of each cluster (``first`` or ``longest``); ``workers`` threads (default: every core).
+    of each cluster (``first`` or ``longest``); ``workers`` threads (default: every core);
+    ``html`` strips markup from the text field (``main_content``: keep each page's main block).
 
     >>> import tempfile, pathlib, json
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -163,7 +190,7 @@ def dedup(paths: Sequence[str], method: Method | None = None, *, keep: Literal["
         stats = read_stats if first_pass[0] else None
         first_pass[0] = False
         return io.read_documents(paths, text_field=text_field, id_field=id_field, on_error=on_error,
-                                 batch_size=batch_size, stats=stats)
+                                 batch_size=batch_size, stats=stats, html=html, main_content=main_content)
 
     ctx = RunContext(workers=workers or os.cpu_count() or 1, want_pairs=want_pairs,
                      on_batch=on_batch or (lambda n: None), on_stage=on_stage or (lambda name: None))

@@ -199,24 +199,25 @@ def _doc(data, start, end, table, kind, n, strip, buf, words, ring, mode, a, b, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _scratch(offsets):
+def _scratch(starts, ends):
     longest = 0
-    for d in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[d + 1] - offsets[d])
+    for d in range(starts.shape[0]):
+        longest = max(longest, ends[d] - starts[d])
     buf = np.zeros(((2 * longest + 24) // 8) * 8, dtype=np.uint8)
     return buf, buf.view(np.uint64)
 
 
 @nb.njit(cache=True, nogil=True)
-def minhash_texts_kernel(data, offsets, table, kind, n, strip, a, b, sigs, counts):
-    """Fill ``sigs[d]`` with the MinHash of document d's shingles and ``counts[d]`` with how many."""
-    buf, words = _scratch(offsets)
+def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
+    """Fill ``sigs[d]`` with the MinHash of the shingles of ``data[starts[d]:ends[d]]`` and
+    ``counts[d]`` with how many there were."""
+    buf, words = _scratch(starts, ends)
     ring = np.empty(n, dtype=np.int64)
     dummy = np.empty(0, dtype=np.uint64)
-    for d in range(offsets.shape[0] - 1):
+    for d in range(starts.shape[0]):
         sig = sigs[d]
         sig[:] = np.uint32(0xFFFFFFFF)
-        counts[d] = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, ring,
+        counts[d] = _doc(data, starts[d], ends[d], table, kind, n, strip, buf, words, ring,
                          _EMIT_MINHASH, a, b, sig, dummy, 0)
 
 
@@ -224,7 +225,7 @@ def minhash_texts_kernel(data, offsets, table, kind, n, strip, a, b, sigs, count
 def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     """Shingle hashes of every document as CSR (hashes, doc_offsets); sorted and unique if asked."""
     ndoc = offsets.shape[0] - 1
-    buf, words = _scratch(offsets)
+    buf, words = _scratch(offsets[:-1], offsets[1:])
     ring = np.empty(n, dtype=np.int64)
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
     doc_off = np.zeros(ndoc + 1, dtype=np.int64)
