@@ -354,3 +354,15 @@ def test_no_exact_prepass_gives_the_same_output(tmp_path, jsonl_input):
         assert res.exit_code == 0
         outs.append([(d / f).read_bytes() for f in ("k.jsonl", "p.csv", "c.csv")])
     assert outs[0] == outs[1]
+
+
+def test_method_simhash_writes_the_same_outputs(tmp_path, jsonl_input, corpus):
+    """--method simhash: pairs carry 1 - d/f, clusters cover every document, kept records as usual."""
+    res = run("dedup", jsonl_input, "-o", tmp_path / "k.jsonl", "--method", "simhash", "--bits", 64,
+              "--max-distance", 6, "--pairs", tmp_path / "p.csv", "--clusters", tmp_path / "c.csv", "-q")
+    assert res.exit_code == 0, res.output
+    pairs = read_rows(tmp_path / "p.csv")
+    assert pairs and all(float(p["similarity"]) >= 1 - 6 / 64 for p in pairs)
+    assert {float(p["similarity"]) * 64 % 1 for p in pairs} == {0.0}  # whole numbers of bits
+    assert len(read_rows(tmp_path / "c.csv")) == len(corpus.ids)
+    assert len(read_rows(tmp_path / "k.jsonl")) < len(corpus.ids)

@@ -44,6 +44,8 @@ def _check_output_path(ctx, param, value):
 METHOD_OPTIONS: dict[str, set[str]] = {
     "minhash": {"threshold", "ngram", "char_ngram", "strip_punctuation", "num_perm", "bands", "rows", "seed",
                 "verify", "exact_prepass"},
+    "simhash": {"max_distance", "bits", "ngram", "char_ngram", "strip_punctuation", "seed", "weighting", "min_df",
+                "blocks"},
     "exact": {"raw"},
     "imatch": {"idf_band", "lexicons", "lexicon_fraction", "min_terms", "seed"},
 }
@@ -57,6 +59,14 @@ def _build_method(method: str, p: dict):
                              shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"]),
                              num_perm=p["num_perm"], seed=p["seed"], bands=p["bands"], rows=p["rows"],
                              verify=p["verify"], exact_prepass=p["exact_prepass"])
+    if method == "simhash":
+        from .dedup_simhash import SimHashConfig
+        from .simhash import DEFAULT_SHINGLING
+
+        return SimHashConfig(max_distance=p["max_distance"], bits=p["bits"], seed=p["seed"],
+                             shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"],
+                                                        default_ngram=DEFAULT_SHINGLING.n),
+                             weighting=p["weighting"], min_df=p["min_df"], blocks=p["blocks"])
     from .dedup_exact import DEFAULT_IDF_BAND, DEFAULT_LEXICON_FRACTION, ExactConfig, IMatchConfig
 
     if method == "exact":
@@ -83,7 +93,8 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
               help="Where to write the kept records, with all their fields; the format follows the "
                    "extension: .jsonl (.gz/.zst), .csv, .parquet.")
 @click.option("--method", type=click.Choice(list(METHOD_OPTIONS)), default="minhash", show_default=True,
-              help="minhash: Jaccard of shingle sets by MinHash + LSH; exact: identical normalized text; "
+              help="minhash: Jaccard of shingle sets by MinHash + LSH; simhash: Hamming distance of "
+                   "SimHash fingerprints (cosine of shingle counts); exact: identical normalized text; "
                    "imatch: identical set of mid-frequency terms (I-Match).")
 @click.option("--keep", type=click.Choice(["first", "longest"]), default="first", show_default=True,
               help="Which document of each cluster is kept.")
@@ -94,10 +105,12 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
               help=f"minhash: Jaccard similarity at or above which documents are near-duplicates [default: {DEFAULT_THRESHOLD}].")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
-              help=f"minhash: word n-gram shingle size [default: {DEFAULT_NGRAM}].")
+              help=f"minhash, simhash: word n-gram shingle size [default: {DEFAULT_NGRAM} for minhash, "
+                   "2 for simhash].")
 @click.option("--char-ngram", type=click.IntRange(min=1), default=None,
-              help="minhash: use character n-gram shingles of this size instead of word n-grams.")
-@click.option("--strip-punctuation", is_flag=True, help="minhash: drop punctuation before character shingling.")
+              help="minhash, simhash: use character n-gram shingles of this size instead of word n-grams.")
+@click.option("--strip-punctuation", is_flag=True,
+              help="minhash, simhash: drop punctuation before character shingling.")
 @click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
               help="minhash: signature length K.")
 @click.option("--bands", type=click.IntRange(min=1), default=None,
@@ -105,13 +118,25 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
 @click.option("--rows", type=click.IntRange(min=1), default=None,
               help="minhash: LSH rows per band r (default: chosen from the threshold and K).")
 @click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True,
-              help="minhash: seed of the permutations (imatch: of the random sub-lexicons).")
+              help="minhash: seed of the permutations; simhash: of the hyperplanes; imatch: of the random "
+                   "sub-lexicons.")
 @click.option("--verify", type=click.Choice(["signature", "exact"]), default="signature", show_default=True,
               help="minhash: keep a candidate pair when its signature estimate reaches the threshold, or when "
                    "the exact Jaccard of its shingle sets does (re-reads candidate texts).")
 @click.option("--no-exact-prepass", "exact_prepass", flag_value=False, default=True,
               help="minhash: sketch every document, also exact copies of earlier ones (by default only the first "
                    "of each group of identical normalized texts is sketched; the results are the same).")
+@click.option("--max-distance", type=click.IntRange(min=0), default=12, show_default=True,
+              help="simhash: near-duplicates differ in at most K fingerprint bits (similarity 1 - K/bits).")
+@click.option("--bits", type=click.Choice(["64", "128"]), default="128", show_default=True,
+              callback=lambda ctx, param, value: int(value), help="simhash: fingerprint width.")
+@click.option("--weighting", type=click.Choice(["count", "idf"]), default="count", show_default=True,
+              help="simhash: feature weights: shingle counts, or counts x IDF learned from the input "
+                   "(reads it twice).")
+@click.option("--min-df", type=click.IntRange(min=1), default=2, show_default=True,
+              help="simhash: with --weighting idf, shingles in fewer documents share the largest weight.")
+@click.option("--blocks", type=click.IntRange(min=1), default=None,
+              help="simhash: permuted-table blocks M > K [default: chosen from the document count].")
 @click.option("--raw", is_flag=True, help="exact: hash the raw text instead of the normalized text.")
 @click.option("--idf-band", type=(click.FloatRange(0, 1), click.FloatRange(0, 1)), default=None,
               metavar="LO HI", help="imatch: normalized-IDF band of the terms kept [default: 0.4 0.75].")
