@@ -118,7 +118,7 @@ def test_idf_weighting_reads_twice(generated, monkeypatch):
 
 def test_config_validation():
     SimHashConfig(max_distance=0, bits=128, blocks=1)
-    for kwargs, match in [({"max_distance": 64}, "max_distance"), ({"max_distance": -1}, "max_distance"),
+    for kwargs, match in [({"max_distance": 64, "bits": 64}, "max_distance"), ({"max_distance": 128}, "max_distance"), ({"max_distance": -1}, "max_distance"),
                           ({"bits": 32}, "bits"), ({"weighting": "bm25"}, "weighting"), ({"seed": -2}, "seed"),
                           ({"blocks": 3}, "blocks"), ({"min_df": 0}, "min_df")]:
         with pytest.raises(ValueError, match=match):
