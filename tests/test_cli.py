@@ -366,3 +366,18 @@ def test_method_simhash_writes_the_same_outputs(tmp_path, jsonl_input, corpus):
     assert {float(p["similarity"]) * 64 % 1 for p in pairs} == {0.0}  # whole numbers of bits
     assert len(read_rows(tmp_path / "c.csv")) == len(corpus.ids)
     assert len(read_rows(tmp_path / "k.jsonl")) < len(corpus.ids)
+
+
+def test_method_spotsigs_pairs_are_at_or_above_the_threshold(tmp_path):
+    """--method spotsigs on the shipped example: every reported pair reaches the threshold, and a
+    bad antecedents file is a data error naming its line."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "news.jsonl"
+    res = run("dedup", example, "-o", tmp_path / "k.jsonl", "--method", "spotsigs", "--threshold", 0.7,
+              "--pairs", tmp_path / "p.csv", "-q")
+    assert res.exit_code == 0, res.output
+    pairs = read_rows(tmp_path / "p.csv")
+    assert pairs and min(float(p["similarity"]) for p in pairs) >= 0.7
+    bad = tmp_path / "ants.txt"
+    bad.write_text("the\ntwo words\n")
+    res = run("dedup", example, "-o", tmp_path / "k2.jsonl", "--method", "spotsigs", "--antecedents", bad, "-q")
+    assert res.exit_code == 1 and f"{bad}:2" in res.output

@@ -14,12 +14,19 @@ from .lsh import LSHIndex, LSHParams, candidate_probability, effective_threshold
 from .measures import containment, jaccard, weighted_jaccard
 from .minhash import (Estimate, MinHasher, MinHashScheme, Signatures, acceptance_probability,
                       confidence_interval, estimate_from_rows)
+from .dedup_exact import ExactConfig, IMatchConfig
 from .dedup_minhash import MinHashConfig
+from .dedup_simhash import SimHashConfig
+from .dedup_spotsigs import SpotSigsConfig
+from .hamming import HammingIndex
+from .simhash import Fingerprints, SimHasher, SimHashScheme
 from .pipeline import DedupResult, dedup
 from .shingles import Shingling, shingle, shingle_batch
 from .text import normalize, tokenize
 
 __all__ = [
+    "ExactConfig", "Fingerprints", "HammingIndex", "IMatchConfig", "SimHashConfig", "SimHashScheme", "SimHasher",
+    "SpotSigsConfig",
     "DedupResult", "Estimate", "IncompatibleSketchError", "InputError", "LSHIndex", "LSHParams",
     "MinHashConfig", "MinHashScheme", "MinHasher", "NeardupError", "Shingling", "Signatures", "acceptance_probability",
     "candidate_probability", "confidence_interval", "containment", "dedup", "effective_threshold",

@@ -46,6 +46,7 @@ METHOD_OPTIONS: dict[str, set[str]] = {
                 "verify", "exact_prepass"},
     "simhash": {"max_distance", "bits", "ngram", "char_ngram", "strip_punctuation", "seed", "weighting", "min_df",
                 "blocks"},
+    "spotsigs": {"threshold", "spot_distance", "chain", "antecedents", "stopwords", "idf_band", "spot_key"},
     "exact": {"raw"},
     "imatch": {"idf_band", "lexicons", "lexicon_fraction", "min_terms", "seed"},
 }
@@ -67,6 +68,15 @@ def _build_method(method: str, p: dict):
                              shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"],
                                                         default_ngram=DEFAULT_SHINGLING.n),
                              weighting=p["weighting"], min_df=p["min_df"], blocks=p["blocks"])
+    if method == "spotsigs":
+        from .dedup_spotsigs import DEFAULT_THRESHOLD as SPOTSIGS_THRESHOLD, SpotSigsConfig
+        from .spotsigs import load_words
+
+        return SpotSigsConfig(
+            threshold=p["threshold"] if p["threshold"] is not None else SPOTSIGS_THRESHOLD,
+            spot_distance=p["spot_distance"], chain=p["chain"], key=p["spot_key"], idf_band=p["idf_band"],
+            antecedents=load_words(p["antecedents"]) if p["antecedents"] else None,
+            stopwords=load_words(p["stopwords"]) if p["stopwords"] else None)
     from .dedup_exact import DEFAULT_IDF_BAND, DEFAULT_LEXICON_FRACTION, ExactConfig, IMatchConfig
 
     if method == "exact":
@@ -94,7 +104,8 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
                    "extension: .jsonl (.gz/.zst), .csv, .parquet.")
 @click.option("--method", type=click.Choice(list(METHOD_OPTIONS)), default="minhash", show_default=True,
               help="minhash: Jaccard of shingle sets by MinHash + LSH; simhash: Hamming distance of "
-                   "SimHash fingerprints (cosine of shingle counts); exact: identical normalized text; "
+                   "SimHash fingerprints (cosine of shingle counts); spotsigs: weighted Jaccard of "
+                   "stopword-anchored word chains, exact all pairs; exact: identical normalized text; "
                    "imatch: identical set of mid-frequency terms (I-Match).")
 @click.option("--keep", type=click.Choice(["first", "longest"]), default="first", show_default=True,
               help="Which document of each cluster is kept.")
@@ -103,7 +114,8 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
 @click.option("--pairs", "pairs_path", default=None, callback=_check_output_path,
               help="Also write every verified pair: id_a, id_b, similarity.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help=f"minhash: Jaccard similarity at or above which documents are near-duplicates [default: {DEFAULT_THRESHOLD}].")
+              help=f"minhash, spotsigs: (weighted) Jaccard similarity at or above which documents are "
+                   f"near-duplicates [default: {DEFAULT_THRESHOLD}].")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
               help=f"minhash, simhash: word n-gram shingle size [default: {DEFAULT_NGRAM} for minhash, "
                    "2 for simhash].")
@@ -137,9 +149,20 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
               help="simhash: with --weighting idf, shingles in fewer documents share the largest weight.")
 @click.option("--blocks", type=click.IntRange(min=1), default=None,
               help="simhash: permuted-table blocks M > K [default: chosen from the document count].")
+@click.option("--spot-distance", type=click.IntRange(min=1), default=1, show_default=True,
+              help="spotsigs: a chain takes every D-th non-stopword after its antecedent.")
+@click.option("--chain", type=click.IntRange(min=1), default=2, show_default=True,
+              help="spotsigs: words per spot signature.")
+@click.option("--antecedents", type=click.Path(dir_okay=False), default=None,
+              help="spotsigs: antecedent words, one per line, # comments [default: built-in English].")
+@click.option("--stopwords", type=click.Path(dir_okay=False), default=None,
+              help="spotsigs: words that chains skip, one per line [default: built-in English].")
+@click.option("--spot-key", type=click.Choice(["antecedent", "chain"]), default="antecedent", show_default=True,
+              help="spotsigs: a signature is its antecedent and chain, or the chain alone.")
 @click.option("--raw", is_flag=True, help="exact: hash the raw text instead of the normalized text.")
 @click.option("--idf-band", type=(click.FloatRange(0, 1), click.FloatRange(0, 1)), default=None,
-              metavar="LO HI", help="imatch: normalized-IDF band of the terms kept [default: 0.4 0.75].")
+              metavar="LO HI", help="imatch: normalized-IDF band of the terms kept [default: 0.4 0.75]; "
+                                    "spotsigs: of the signatures kept [default: all] (reads the input twice).")
 @click.option("--lexicons", type=click.IntRange(min=1), default=1, show_default=True,
               help="imatch: signatures per document (the lexicon plus N - 1 random sub-lexicons); "
                    "a match under any of them counts.")
@@ -180,6 +203,9 @@ def dedup_cmd(ctx, inputs, output, method, keep, clusters_path, pairs_path, text
         config = _build_method(method, method_params)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    except NeardupError as exc:  # a word list that cannot be read
+        click.echo(f"neardup: error: {exc}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
 
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
