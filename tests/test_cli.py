@@ -381,3 +381,25 @@ def test_method_spotsigs_pairs_are_at_or_above_the_threshold(tmp_path):
     bad.write_text("the\ntwo words\n")
     res = run("dedup", example, "-o", tmp_path / "k2.jsonl", "--method", "spotsigs", "--antecedents", bad, "-q")
     assert res.exit_code == 1 and f"{bad}:2" in res.output
+
+
+@pytest.mark.parametrize("method_args", [["--method", "simhash", "--bits", "64", "--max-distance", "5"],
+                                         ["--method", "spotsigs", "--threshold", "0.6"]])
+def test_exact_prepass_changes_nothing_for_simhash_and_spotsigs(tmp_path, method_args):
+    """The pre-pass is a pure optimisation for every near-duplicate method: same kept records,
+    clusters and pairs with and without it, on a corpus with exact and case-only copies."""
+    base = make_corpus(n=300, seed=5)
+    recs = records(base)
+    recs += [{"id": f"copy-{i}", "text": r["text"].upper(), "n": -1} for i, r in enumerate(recs[:40])]
+    recs += [{"id": f"blank-{i}", "text": "   ", "n": -2} for i in range(3)]
+    src = write_jsonl(tmp_path / "in.jsonl", recs)
+    outs = []
+    for extra in ([], ["--no-exact-prepass"]):
+        d = tmp_path / ("off" if extra else "on")
+        res = run("dedup", src, "-o", d / "k.jsonl", "--pairs", d / "p.csv", "--clusters", d / "c.csv",
+                  *method_args, *extra)
+        assert res.exit_code == 0, res.output
+        outs.append([(d / f).read_bytes() for f in ("k.jsonl", "p.csv", "c.csv")])
+        if not extra:
+            assert "exact duplicates (pre-pass)" in res.output
+    assert outs[0] == outs[1]

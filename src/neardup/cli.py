@@ -45,8 +45,9 @@ METHOD_OPTIONS: dict[str, set[str]] = {
     "minhash": {"threshold", "ngram", "char_ngram", "strip_punctuation", "num_perm", "bands", "rows", "seed",
                 "verify", "exact_prepass"},
     "simhash": {"max_distance", "bits", "ngram", "char_ngram", "strip_punctuation", "seed", "weighting", "min_df",
-                "blocks"},
-    "spotsigs": {"threshold", "spot_distance", "chain", "antecedents", "stopwords", "idf_band", "spot_key"},
+                "blocks", "exact_prepass"},
+    "spotsigs": {"threshold", "spot_distance", "chain", "antecedents", "stopwords", "idf_band", "spot_key",
+                 "exact_prepass"},
     "exact": {"raw"},
     "imatch": {"idf_band", "lexicons", "lexicon_fraction", "min_terms", "seed"},
 }
@@ -67,7 +68,8 @@ def _build_method(method: str, p: dict):
         return SimHashConfig(max_distance=p["max_distance"], bits=p["bits"], seed=p["seed"],
                              shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"],
                                                         default_ngram=DEFAULT_SHINGLING.n),
-                             weighting=p["weighting"], min_df=p["min_df"], blocks=p["blocks"])
+                             weighting=p["weighting"], min_df=p["min_df"], blocks=p["blocks"],
+                             exact_prepass=p["exact_prepass"])
     if method == "spotsigs":
         from .dedup_spotsigs import DEFAULT_THRESHOLD as SPOTSIGS_THRESHOLD, SpotSigsConfig
         from .spotsigs import load_words
@@ -76,7 +78,7 @@ def _build_method(method: str, p: dict):
             threshold=p["threshold"] if p["threshold"] is not None else SPOTSIGS_THRESHOLD,
             spot_distance=p["spot_distance"], chain=p["chain"], key=p["spot_key"], idf_band=p["idf_band"],
             antecedents=load_words(p["antecedents"]) if p["antecedents"] else None,
-            stopwords=load_words(p["stopwords"]) if p["stopwords"] else None)
+            stopwords=load_words(p["stopwords"]) if p["stopwords"] else None, exact_prepass=p["exact_prepass"])
     from .dedup_exact import DEFAULT_IDF_BAND, DEFAULT_LEXICON_FRACTION, ExactConfig, IMatchConfig
 
     if method == "exact":
@@ -136,8 +138,9 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
               help="minhash: keep a candidate pair when its signature estimate reaches the threshold, or when "
                    "the exact Jaccard of its shingle sets does (re-reads candidate texts).")
 @click.option("--no-exact-prepass", "exact_prepass", flag_value=False, default=True,
-              help="minhash: sketch every document, also exact copies of earlier ones (by default only the first "
-                   "of each group of identical normalized texts is sketched; the results are the same).")
+              help="minhash, simhash, spotsigs: sketch every document, also exact copies of earlier ones (by "
+                   "default only the first of each group of identical normalized texts is sketched; the results "
+                   "are the same).")
 @click.option("--max-distance", type=click.IntRange(min=0), default=12, show_default=True,
               help="simhash: near-duplicates differ in at most K fingerprint bits (similarity 1 - K/bits).")
 @click.option("--bits", type=click.Choice(["64", "128"]), default="128", show_default=True,

@@ -123,8 +123,7 @@ class ExactConfig:
             "exact key": f"{self.scheme} (128-bit)",
             "exact groups": _group_stats(root),
         }
-        return Found(ids, concat(lengths, _NO_INTS), root, pairs, similarity, stats,
-                     int(len(valid) - np.count_nonzero(valid)))
+        return Found(ids, concat(lengths, _NO_INTS), root, pairs, similarity, stats, ~valid)
 
 
 @dataclass(frozen=True)
@@ -229,7 +228,7 @@ class IMatchConfig:
                                    f"{self.lexicon_fraction:.0%} sub-lexicons, seed {self.seed})"),
             "I-Match groups": _group_stats(root),
         }
-        empty = int(np.count_nonzero(~has[:, 0])) if len(has) else 0
+        empty = ~has[:, 0] if len(has) else np.zeros(0, dtype=bool)
         return Found(ids, concat(lengths, _NO_INTS), root, pairs,
                      lambda a, b: match_similarity(sigs, has, a, b), stats, empty)
 

@@ -27,7 +27,7 @@ from .candidates import Verifier, find_clusters, in_buckets, similarity_to
 from .exact import ExactGroups, ExactPrepass, keys_from_encoded
 from .lsh import LSHParams, band_keys, params_for
 from .minhash import MinHasher, MinHashScheme
-from .pipeline import Found, Reader, RowBuffer, RunContext, bounded_map, concat
+from .pipeline import Found, Reader, RowBuffer, RunContext, bounded_map, concat, expand_prepass
 from .shingles import Shingling, shingle_texts_kernel, _kind_code, encode_texts
 from .text import CHAR_CLASS
 
@@ -84,22 +84,15 @@ class MinHashConfig:
         ctx.on_stage("reading + sketching")
         sk = sketch_documents(read(), self, ctx)
         ctx.timings["read+sketch"] = time.perf_counter() - t0
-        groups = sk.groups
         sub_root, sub_pairs, verifier, lsh, cstats = cluster_sketches(sk, self, read, ctx)
-        sub_empty = sk.shingle_counts == 0
-        root = groups.expand_root(sub_root, sub_empty)
-        pairs = groups.expand_pairs(*sub_pairs, sub_empty=sub_empty) if sub_pairs is not None else None
         stats = {
-            "exact duplicates (pre-pass)": f"{groups.n_duplicates:,}" if self.exact_prepass else "off",
+            "exact duplicates (pre-pass)": f"{sk.groups.n_duplicates:,}" if self.exact_prepass else "off",
             "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm})",
             "candidate pairs checked": f"{cstats.checked:,} ({cstats.verified:,} verified, {self.verify})",
         }
-
-        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
-            return similarity_to(groups.to_sketched(docs), groups.to_sketched(others), verifier)
-
-        empty = int(np.count_nonzero(sub_empty[groups.to_sketched(np.arange(len(sk.ids)))]))
-        return Found(sk.ids, sk.lengths, root, pairs, similarity, stats, empty)
+        sub = Found(sk.ids, sk.lengths, sub_root, sub_pairs, lambda a, b: similarity_to(a, b, verifier), {},
+                    sk.shingle_counts == 0)
+        return expand_prepass(sk.groups, sk.ids, sk.lengths, sub, stats)
 
 
 @dataclass(frozen=True, eq=False)

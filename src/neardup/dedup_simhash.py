@@ -18,7 +18,7 @@ Documents without a single shingle (empty after normalization) are never paired.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Literal, Sequence
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from . import io
 from .cluster import new_forest, roots, union_edges
 from .hamming import _expand, unique_pairs
-from .pipeline import Found, Reader, RunContext, bounded_map, concat
+from .pipeline import Found, Reader, RunContext, bounded_map, concat, find_with_exact_prepass
 from .shingles import Shingling, shingle_batch
 from .simhash import DEFAULT_SHINGLING, DocumentFrequencies, IdfTable, SimHasher, SimHashScheme, _popcount_array
 
@@ -50,6 +50,9 @@ class SimHashConfig:
             frequency learned from the input itself; reads the input twice).
         min_df: with ``"idf"``, shingles in fewer documents share the largest weight.
         blocks: m, the permuted-table blocks; chosen from the number of documents when None.
+        exact_prepass: fingerprint only the first of each group of identical normalized texts
+            (same result, less work; off with IDF weighting, whose document frequencies count
+            every document).
     """
 
     max_distance: int = DEFAULT_MAX_DISTANCE
@@ -59,6 +62,7 @@ class SimHashConfig:
     weighting: Literal["count", "idf"] = "count"
     min_df: int = 2
     blocks: int | None = None
+    exact_prepass: bool = True
 
     def __post_init__(self) -> None:
         self.scheme  # validates bits, seed, shingling, weighting
@@ -79,6 +83,9 @@ class SimHashConfig:
 
     def find(self, read: Reader, ctx: RunContext) -> Found:
         """Run the job over the input that ``read`` streams."""
+        if self.exact_prepass and self.weighting != "idf":
+            return find_with_exact_prepass(replace(self, exact_prepass=False), read, ctx,
+                                           nfkc=self.shingling.nfkc, casefold=self.shingling.casefold)
         idf = None
         if self.weighting == "idf":
             t0 = time.perf_counter()
@@ -107,8 +114,7 @@ class SimHashConfig:
                                f"{result.distinct:,} distinct fingerprints",
             "pairs within distance": f"{result.n_pairs:,} ({result.checked:,} candidates checked)",
         }
-        return Found(fp.ids, fp.lengths, result.root, result.pairs, similarity, stats,
-                     int(np.count_nonzero(fp.shingle_counts == 0)))
+        return Found(fp.ids, fp.lengths, result.root, result.pairs, similarity, stats, fp.shingle_counts == 0)
 
 
 @dataclass(frozen=True, eq=False)

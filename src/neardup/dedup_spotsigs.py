@@ -18,14 +18,14 @@ never paired and are reported as empty.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
 from . import io
 from .cluster import components
-from .pipeline import Found, Reader, RunContext, bounded_map, concat
+from .pipeline import Found, Reader, RunContext, bounded_map, concat, find_with_exact_prepass
 from .spotsigs import (DocumentFrequencies, SpotSignatures, SpotSigsScheme, all_pairs, check_band,
                        check_threshold, extract, idf_filter, weighted_jaccard_rows)
 from .stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
@@ -61,6 +61,9 @@ class SpotSigsConfig:
         idf_band: ``(lo, hi)`` keeps only signatures whose normalised collection IDF
             ``log(N / df) / log(N)`` lies in ``[lo, hi]`` (reads the input twice); None keeps all.
         key: ``"antecedent"`` (signature "the:south:carolina") or ``"chain"`` ("south:carolina").
+        exact_prepass: extract signatures only for the first of each group of identical
+            normalized texts (same result, less work; off with an IDF band, whose document
+            frequencies count every document).
 
     >>> SpotSigsConfig(threshold=0.9, idf_band=(0.2, 0.85)).scheme.chain
     2
@@ -73,6 +76,7 @@ class SpotSigsConfig:
     stopwords: tuple[str, ...] | None = None
     idf_band: tuple[float, float] | None = None
     key: Literal["antecedent", "chain"] = DEFAULT_KEY
+    exact_prepass: bool = True
     _scheme: SpotSigsScheme = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +97,9 @@ class SpotSigsConfig:
 
     def find(self, read: Reader, ctx: RunContext) -> Found:
         """Run the job over the input that ``read`` streams (twice with an IDF band)."""
+        if self.exact_prepass and self.idf_band is None:
+            return find_with_exact_prepass(replace(self, exact_prepass=False), read, ctx,
+                                           nfkc=self.scheme.nfkc, casefold=self.scheme.casefold)
         df = None
         if self.idf_band is not None:
             t0 = time.perf_counter()
@@ -130,8 +137,7 @@ class SpotSigsConfig:
         pairs = (res.a, res.b, res.similarity) if ctx.want_pairs else None
         sigs = ex.sigs
         return Found(ex.ids, ex.lengths, root, pairs,
-                     lambda a, b: weighted_jaccard_rows(sigs, a, b, sig_lengths), stats,
-                     int(np.count_nonzero(sig_lengths == 0)))
+                     lambda a, b: weighted_jaccard_rows(sigs, a, b, sig_lengths), stats, sig_lengths == 0)
 
 
 @dataclass(frozen=True, eq=False)

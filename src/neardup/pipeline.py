@@ -61,8 +61,8 @@ class Found:
     """similarity(docs, others)[q]: the method's similarity of docs[q] to others[q]."""
     stats: dict[str, str]
     """Method-specific lines for the summary (label -> value)."""
-    empty: int
-    """Documents with no features (never near-duplicates of anything)."""
+    empty: np.ndarray
+    """bool[n]: documents with no features (never near-duplicates of anything)."""
 
 
 class Method(Protocol):
@@ -154,6 +154,66 @@ class RowBuffer:
         return self._array
 
 
+def expand_prepass(groups, ids: list[str], lengths: np.ndarray, sub: Found, stats: dict[str, str]) -> Found:
+    """What a method found on the representatives of exact-duplicate ``groups``
+    (:class:`neardup.exact.ExactGroups`), spread back to every document.
+
+    A document joins its representative's cluster; pairs inside a group have similarity 1.0 and
+    a pair of representatives stands for every pair of their members. Groups whose
+    representative has no features are dissolved: empty documents never match, not even each
+    other.
+    """
+    every = groups.to_sketched(np.arange(len(ids)))
+    pairs = groups.expand_pairs(*sub.pairs, sub_empty=sub.empty) if sub.pairs is not None else None
+
+    def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+        return sub.similarity(groups.to_sketched(docs), groups.to_sketched(others))
+
+    return Found(ids, lengths, groups.expand_root(sub.root, sub.empty), pairs, similarity, stats, sub.empty[every])
+
+
+def find_with_exact_prepass(method: Method, read: Reader, ctx: RunContext, *, nfkc: bool = True,
+                            casefold: bool = True) -> Found:
+    """Run ``method`` on the first document of each group of identical normalized texts only.
+
+    Equal texts have equal features under every method, so the result equals the method's result
+    on all documents (``expand_prepass``); only the repeated work is saved. The 128-bit keys
+    (:func:`neardup.exact.prepass_keys`) are computed while reading; every later pass of the
+    method over the input skips the same documents.
+    """
+    from .exact import ExactPrepass, prepass_keys
+
+    ids: list[str] = []
+    lengths: list[np.ndarray] = []
+    state: dict = {}
+
+    def first_pass() -> Iterator[io.DocBatch]:
+        prepass = ExactPrepass()
+        start = 0
+        for batch in read():
+            chosen = np.flatnonzero(prepass.admit(prepass_keys(batch.texts, nfkc=nfkc, casefold=casefold)))
+            ids.extend(batch.ids)
+            lengths.append(np.fromiter(map(len, batch.texts), dtype=np.int64, count=len(batch.texts)))
+            if len(chosen):
+                yield io.DocBatch(start, [batch.ids[i] for i in chosen], [batch.texts[i] for i in chosen])
+                start += len(chosen)
+        state["groups"] = prepass.groups()
+
+    def later_pass() -> Iterator[io.DocBatch]:
+        sketch = state["groups"].sketch
+        start = 0
+        for batch in read():
+            chosen = np.flatnonzero(sketch[batch.start:batch.start + len(batch.texts)])
+            if len(chosen):
+                yield io.DocBatch(start, [batch.ids[i] for i in chosen], [batch.texts[i] for i in chosen])
+                start += len(chosen)
+
+    sub = method.find(lambda: later_pass() if "groups" in state else first_pass(), ctx)
+    groups = state["groups"]
+    stats = {"exact duplicates (pre-pass)": f"{groups.n_duplicates:,}", **sub.stats}
+    return expand_prepass(groups, ids, concat(lengths, np.empty(0, dtype=np.int64)), sub, stats)
+
+
 def dedup(paths: Sequence[str], method: Method | None = None, *, keep: Literal["first", "longest"] = "first",
           workers: int | None = None, batch_size: int = 2048, text_field: str = "text",
           id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", html: bool = False,
@@ -202,4 +262,4 @@ def dedup(paths: Sequence[str], method: Method | None = None, *, keep: Literal["
     if repeated:
         stats["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
     return DedupResult(found.ids, found.root, kept, similarity, found.pairs, stats, read_stats,
-                       ctx.timings, found.empty)
+                       ctx.timings, int(np.count_nonzero(found.empty)))
