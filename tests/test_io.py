@@ -798,3 +798,19 @@ def test_write_kept_writes_the_original_html(tmp_path):
     # mixed with JSONL, the column plan pass reads the directory without converting it
     assert write_kept([src, str(root)], np.array([True, False, True, False, True]), tmp_path / "m.csv") == 3
     assert [r["text"] for r in read_back(tmp_path / "m.csv")] == [PAGE, PAGE, "<p>other</p>"]
+
+
+def test_write_kept_all_valid_fast_path_copies_the_same_lines(tmp_path):
+    """all_valid (no record skipped in the first pass) copies JSONL lines without parsing them,
+    with the same result as the parsing path; blank lines are still not records."""
+    lines = [orjson.dumps({"id": i, "text": f"text {i}"}) for i in range(50)]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(lines[:20]) + b"\n\n   \n" + b"\n".join(lines[20:]) + b"\n")
+    keep = np.zeros(50, dtype=bool)
+    keep[::3] = True
+    n1 = write_kept([src], keep, tmp_path / "a.jsonl")
+    n2 = write_kept([src], keep, tmp_path / "b.jsonl", all_valid=True)
+    assert n1 == n2 == 17
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    with pytest.raises(ValueError, match="inputs hold"):
+        write_kept([src], keep[:-1], tmp_path / "c.jsonl", all_valid=True)

@@ -221,7 +221,7 @@ def dedup_cmd(ctx, inputs, output, method, keep, clusters_path, pairs_path, text
             progress.stage("writing")
             t0 = time.perf_counter()
             io.write_kept(inputs, result.keep_mask, output, text_field=text_field, id_field=id_field,
-                          on_error=on_error)
+                          on_error=on_error, all_valid=result.read_stats.skipped == 0)
             if clusters_path:
                 _write_clusters(result, clusters_path)
             if pairs_path:

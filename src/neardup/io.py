@@ -517,6 +517,19 @@ def _scan_jsonl(path: str, pol: _Policy, full: bool) -> Iterator[_Chunk]:
                 yield _Chunk(ids, texts, (raws, objs) if full else None)
 
 
+def _scan_jsonl_lines(path: str, pol: _Policy) -> Iterator[_Chunk]:
+    """JSON Lines known to hold only valid records: each non-blank line, unparsed. payload: (raw
+    lines, None); ids are the raw lines too (only their number is used)."""
+    stream = _open_input(path, pol)
+    if stream is None:
+        return
+    with stream:
+        for block in _line_blocks(stream, path, pol):
+            raws = [line for line in block if line and not line.isspace()]
+            if raws:
+                yield _Chunk(raws, raws, (raws, None))
+
+
 def _allow_large_csv_fields() -> None:
     """Raise the csv module's field size limit (a process-wide setting) so 50 MB texts parse."""
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
@@ -1130,6 +1143,7 @@ def write_kept(
     text_field: str = "text",
     id_field: str | None = None,
     on_error: str = "fail",
+    all_valid: bool = False,
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
@@ -1139,7 +1153,8 @@ def write_kept(
     :func:`output_format`); missing parent directories are created and the file appears only when
     complete.
 
-    * JSONL -> JSONL copies the original line bytes verbatim.
+    * JSONL -> JSONL copies the original line bytes verbatim. With ``all_valid`` (the first pass
+      skipped no record, so every non-blank line is a record) the lines are not parsed again.
     * Parquet -> Parquet keeps the input schema (when all inputs share one).
     * A directory of ``.txt``/``.html`` files gives records ``{"id": path, "text": text}`` with the
       file's text as it is (an HTML file's markup included).
@@ -1162,7 +1177,9 @@ def write_kept(
         sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol)
         try:
             for path, fmt in sources:
-                for chunk in _scan(path, fmt, pol, True, _WRITE_ROWS):
+                fast = all_valid and fmt == "jsonl" and out_fmt == "jsonl"
+                chunks = _scan_jsonl_lines(path, pol) if fast else _scan(path, fmt, pol, True, _WRITE_ROWS)
+                for chunk in chunks:
                     sel = _kept(keep, start, len(chunk.ids))
                     start += len(chunk.ids)
                     if sel:
