@@ -1,0 +1,77 @@
+"""The MinHash job end to end against brute force on a realistic generated corpus."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numba as nb
+import numpy as np
+import pytest
+
+from neardup.dedup_minhash import MinHashConfig
+from neardup.io import read_documents
+from neardup.measures import jaccard_sorted
+from neardup.pipeline import dedup
+from neardup.shingles import Shingling, shingle_batch
+
+from conftest import REPO
+
+T = 0.8
+
+
+@nb.njit(cache=True)
+def _all_pairs_at_least(values, offsets, min_j):
+    n = offsets.shape[0] - 1
+    a, b, s = [], [], []
+    for i in range(n):
+        x = values[offsets[i]:offsets[i + 1]]
+        for j in range(i + 1, n):
+            y = values[offsets[j]:offsets[j + 1]]
+            lo, hi = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
+            if hi == 0 or lo < min_j * hi:  # J <= |small| / |large|
+                continue
+            v = jaccard_sorted(x, y)
+            if v >= min_j:
+                a.append(i)
+                b.append(j)
+                s.append(v)
+    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), np.array(s)
+
+
+@pytest.fixture(scope="module", params=[1, 2])
+def generated(request, tmp_path_factory):
+    """2,000 generated news/product/forum documents with planted variants, and every pair with
+    exact word-5 Jaccard >= 0.5 (brute force)."""
+    path = tmp_path_factory.mktemp("gen") / "corpus.jsonl"
+    subprocess.run([sys.executable, str(REPO / "examples" / "generate_corpus.py"), "--docs", "2000",
+                    "--seed", str(request.param), "-o", str(path), "--jobs", "1"], check=True)
+    texts = [t for batch in read_documents([str(path)]) for t in batch.texts]
+    values, offsets = shingle_batch(texts, Shingling("word", 5))
+    a, b, s = _all_pairs_at_least(values, offsets, 0.5)
+    return str(path), {(int(x), int(y)): float(z) for x, y, z in zip(a, b, s)}
+
+
+def _pairs(result):
+    a, b, s = result.pairs
+    return {(int(x), int(y)): float(z) for x, y, z in zip(a, b, s)}
+
+
+def test_signature_verify_recall_at_t_plus_005(generated):
+    """Default settings (K = 128, t = 0.8, signature verification): at least 98% of the pairs
+    with exact Jaccard >= t + 0.05 are reported."""
+    path, exact = generated
+    got = _pairs(dedup([path], MinHashConfig(threshold=T), want_pairs=True))
+    truly = [p for p, s in exact.items() if s >= T + 0.05]
+    assert len(truly) >= 200
+    assert sum(p in got for p in truly) / len(truly) >= 0.98
+
+
+def test_exact_verify_reports_every_pair_with_its_exact_value_and_none_below_t(generated):
+    """--verify exact: no reported pair is below t, each carries its exact Jaccard, and recall of
+    pairs with J >= t + 0.05 is at least 98%."""
+    path, exact = generated
+    got = _pairs(dedup([path], MinHashConfig(threshold=T, verify="exact"), want_pairs=True))
+    assert got and all(exact[p] == pytest.approx(s, abs=1e-12) and s >= T for p, s in got.items())
+    truly = [p for p, s in exact.items() if s >= T + 0.05]
+    assert sum(p in got for p in truly) / len(truly) >= 0.98
