@@ -51,6 +51,7 @@ from typing import Any, Hashable, Iterable, Iterator, Sequence
 import numba as nb
 import numpy as np
 
+from ._sorting import merge_runs, radix_sort_with
 from .errors import IncompatibleSketchError
 
 PROBE_COST = 8.0
@@ -196,42 +197,6 @@ def radix_sort_bits(a, shift, nbits):
         p += width
     if in_tmp:
         a[:] = src
-
-
-@nb.njit(cache=True, nogil=True)
-def radix_sort_with(keys, payload):
-    """Sort uint64 ``keys`` in place, stably, moving ``payload`` (same length) along."""
-    n = keys.shape[0]
-    tk = np.empty_like(keys)
-    tp = np.empty_like(payload)
-    cnt = np.empty(65537, dtype=np.int64)
-    sk, sp, dk, dp = keys, payload, tk, tp
-    in_tmp = False
-    for p in range(0, 64, 16):
-        sh = np.uint64(p)
-        cnt[:] = 0
-        for i in range(n):
-            cnt[((sk[i] >> sh) & np.uint64(0xFFFF)) + np.uint64(1)] += 1
-        trivial = False
-        for v in range(65537):
-            if cnt[v] == n:
-                trivial = True
-                break
-        if trivial:
-            continue
-        for v in range(65536):
-            cnt[v + 1] += cnt[v]
-        for i in range(n):
-            dgt = (sk[i] >> sh) & np.uint64(0xFFFF)
-            dk[cnt[dgt]] = sk[i]
-            dp[cnt[dgt]] = sp[i]
-            cnt[dgt] += 1
-        sk, dk = dk, sk
-        sp, dp = dp, sp
-        in_tmp = not in_tmp
-    if in_tmp:
-        keys[:] = sk
-        payload[:] = sp
 
 
 @nb.njit(cache=True, nogil=True)
@@ -686,31 +651,6 @@ def _sort_run(keys, rows, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True)
-def _merge_runs(keys, rows, lo, mid, hi):
-    """Merge the sorted runs [lo, mid) and [mid, hi) of every table, stably."""
-    for t in range(keys.shape[0]):
-        ka = keys[t, lo:mid].copy()
-        ra = rows[t, lo:mid].copy()
-        i, j, o = 0, mid, lo
-        na = mid - lo
-        while i < na and j < hi:
-            if keys[t, j] < ka[i]:
-                keys[t, o] = keys[t, j]
-                rows[t, o] = rows[t, j]
-                j += 1
-            else:
-                keys[t, o] = ka[i]
-                rows[t, o] = ra[i]
-                i += 1
-            o += 1
-        while i < na:
-            keys[t, o] = ka[i]
-            rows[t, o] = ra[i]
-            i += 1
-            o += 1
-
-
-@nb.njit(cache=True, nogil=True)
 def _query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybits, kmask, bstart, bsize,
                   fps, alive):
     nq = q_words.shape[0]
@@ -958,7 +898,7 @@ class HammingIndex:
         self._bounds = np.append(self._bounds, size + n)
         b = self._bounds
         while b.shape[0] > 2 and b[-2] - b[-3] < 2 * (b[-1] - b[-2]):
-            _merge_runs(self._tkeys, self._trows, int(b[-3]), int(b[-2]), int(b[-1]))
+            merge_runs(self._tkeys, self._trows, int(b[-3]), int(b[-2]), int(b[-1]))
             self._bounds = b = np.delete(b, -2)
 
     def _rebuild(self) -> None:

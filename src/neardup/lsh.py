@@ -43,6 +43,7 @@ from typing import Any, Hashable, Iterable, Iterator, Sequence
 import numba as nb
 import numpy as np
 
+from ._sorting import merge_runs, radix_sort_with
 from ._hash import P1, P2, SEED, fmix64, rotl64
 from .errors import IncompatibleSketchError
 from .minhash import EMPTY_VALUE, MinHashScheme, Signatures
@@ -425,68 +426,6 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True)
-def _sort_run(keys, ids, out_keys, out_ids):
-    """Sort ``keys`` (uint64) carrying ``ids`` into ``out_keys``/``out_ids``: LSD radix, 8-bit digits."""
-    n = keys.shape[0]
-    a_keys = keys.copy()
-    a_ids = ids.copy()
-    b_keys = np.empty_like(a_keys)
-    b_ids = np.empty_like(a_ids)
-    counts = np.zeros((8, 256), dtype=np.int64)
-    for i in range(n):
-        x = a_keys[i]
-        for d in range(8):
-            counts[d, (x >> np.uint64(8 * d)) & np.uint64(255)] += 1
-    for d in range(8):
-        shift = np.uint64(8 * d)
-        if n == 0 or counts[d, (a_keys[0] >> shift) & np.uint64(255)] == n:
-            continue  # every key has the same digit here
-        total = 0
-        for v in range(256):
-            c = counts[d, v]
-            counts[d, v] = total
-            total += c
-        for i in range(n):
-            x = a_keys[i]
-            v = (x >> shift) & np.uint64(255)
-            p = counts[d, v]
-            counts[d, v] = p + 1
-            b_keys[p] = x
-            b_ids[p] = a_ids[i]
-        a_keys, b_keys = b_keys, a_keys
-        a_ids, b_ids = b_ids, a_ids
-    out_keys[:] = a_keys
-    out_ids[:] = a_ids
-
-
-@nb.njit(cache=True, nogil=True)
-def _merge_runs(keys, ids, lo, mid, hi):
-    """Merge the sorted columns lo:mid and mid:hi of every band in place."""
-    for j in range(keys.shape[0]):
-        left_keys = keys[j, lo:mid].copy()
-        left_ids = ids[j, lo:mid].copy()
-        a = 0
-        b = mid
-        o = lo
-        na = mid - lo
-        while a < na and b < hi:
-            if keys[j, b] < left_keys[a]:
-                keys[j, o] = keys[j, b]
-                ids[j, o] = ids[j, b]
-                b += 1
-            else:
-                keys[j, o] = left_keys[a]
-                ids[j, o] = left_ids[a]
-                a += 1
-            o += 1
-        while a < na:
-            keys[j, o] = left_keys[a]
-            ids[j, o] = left_ids[a]
-            a += 1
-            o += 1
-
-
-@nb.njit(cache=True, nogil=True)
 def _compact_runs(keys, ids, bounds, remap):
     """Drop entries whose ``remap[id] < 0`` and renumber the rest; returns the new bounds."""
     new_bounds = np.zeros_like(bounds)
@@ -625,7 +564,9 @@ class _BandTables:
         lo, hi = self.size, self.size + n
 
         def sort_band(j: int) -> None:
-            _sort_run(row_keys[:, j], row_ids, self.keys[j, lo:hi], self.ids[j, lo:hi])
+            self.keys[j, lo:hi] = row_keys[:, j]
+            self.ids[j, lo:hi] = row_ids
+            radix_sort_with(self.keys[j, lo:hi], self.ids[j, lo:hi])
 
         _run_each(sort_band, range(row_keys.shape[1]), parallel=n >= _PARALLEL_ROWS)
         self.bounds = np.append(self.bounds, hi)
@@ -659,7 +600,7 @@ class _BandTables:
 
     def _merge_last_two(self) -> None:
         lo, mid, hi = (int(x) for x in self.bounds[-3:])
-        _merge_runs(self.keys, self.ids, lo, mid, hi)
+        merge_runs(self.keys, self.ids, lo, mid, hi)
         self.bounds = np.delete(self.bounds, -2)
 
 
