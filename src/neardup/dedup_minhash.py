@@ -26,7 +26,7 @@ from . import io
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to
 from .exact import ExactGroups, ExactPrepass, keys_from_encoded
 from .lsh import LSHParams, band_keys, params_for
-from .minhash import MinHasher, MinHashScheme
+from .minhash import SKETCHES, MinHasher, MinHashScheme
 from .pipeline import Found, Reader, RowBuffer, RunContext, bounded_map, concat, expand_prepass
 from .shingles import Shingling, shingle_texts_kernel, _kind_code, encode_texts
 from .text import CHAR_CLASS
@@ -50,6 +50,9 @@ class MinHashConfig:
             the shingle sets, recomputed for candidate documents only).
         exact_prepass: sketch only the first of each group of documents whose normalized texts
             are identical (the others join its cluster at similarity 1.0).
+        sketch: ``"classic"`` (K permutations, every element hashed K times) or ``"oph"``
+            (one-permutation hashing with optimal densification, :mod:`neardup.oph`: one hash
+            per element, the same estimate; faster, with its own signature values).
     """
 
     threshold: float = DEFAULT_THRESHOLD
@@ -60,18 +63,22 @@ class MinHashConfig:
     rows: int | None = None
     verify: Literal["signature", "exact"] = "signature"
     exact_prepass: bool = True
+    sketch: Literal["classic", "oph"] = "classic"
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {self.threshold!r}")
         if self.verify not in ("signature", "exact"):
             raise ValueError(f"verify must be 'signature' or 'exact', got {self.verify!r}")
+        if self.sketch not in SKETCHES:
+            raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {self.sketch!r}")
         self.scheme  # validates num_perm and seed
         self.lsh  # validates bands and rows against num_perm
 
     @property
     def scheme(self) -> MinHashScheme:
-        return MinHashScheme(num_perm=self.num_perm, seed=self.seed, shingling=self.shingling)
+        return MinHashScheme(num_perm=self.num_perm, seed=self.seed, shingling=self.shingling,
+                             hash_family=SKETCHES[self.sketch])
 
     @property
     def lsh(self) -> LSHParams:
@@ -87,7 +94,8 @@ class MinHashConfig:
         sub_root, sub_pairs, verifier, lsh, cstats = cluster_sketches(sk, self, read, ctx)
         stats = {
             "exact duplicates (pre-pass)": f"{sk.groups.n_duplicates:,}" if self.exact_prepass else "off",
-            "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm})",
+            "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm}"
+                   + (", one-permutation sketch)" if self.sketch == "oph" else ")"),
             "candidate pairs checked": f"{cstats.checked:,} ({cstats.verified:,} verified, {self.verify})",
         }
         sub = Found(sk.ids, sk.lengths, sub_root, sub_pairs, lambda a, b: similarity_to(a, b, verifier), {},

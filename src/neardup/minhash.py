@@ -11,6 +11,12 @@ Hash family ("nd64/multiply-shift-32", format version 1). Elements are first has
 al. 1997) taken to 32 bits, with ``a_k`` odd. The parameters come from SplitMix64 seeded by
 ``seed``: with ``z_j = splitmix64(seed + j * 0x9E3779B97F4A7C15)``, ``a_k = z_{2k} | 1`` and
 ``b_k = z_{2k+1}``. A signature is uint32[K]; the empty set's is all 0xFFFFFFFF.
+
+The fast option ``sketch="oph"`` (hash family "nd64/oph-dens-32", :mod:`neardup.oph`) hashes
+each element once instead of K times: one-permutation hashing with optimal densification. Its
+signatures have the same shape, the same empty-set convention and the same unbiased estimate
+r/K, so everything that consumes ``Signatures`` takes them unchanged; the scheme keeps them
+apart from classic ones.
 """
 
 from __future__ import annotations
@@ -25,13 +31,19 @@ import numpy as np
 
 from ._hash import MASK64, hash_ints, hash_spans, splitmix64
 from .errors import IncompatibleSketchError
-from .shingles import Shingling, _kind_code, encode_texts, minhash_texts_kernel
+from .oph import OPH_FAMILY, oph_csr_kernel, oph_params, oph_sequence
+from .shingles import Shingling, _kind_code, encode_texts, fold_minhash, minhash_texts_kernel, oph_texts_kernel
 from .text import CHAR_CLASS
 
 FORMAT_VERSION = 1
 HASH_FAMILY = "nd64/multiply-shift-32"
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
 _GAMMA = 0x9E3779B97F4A7C15
+
+SKETCHES = {"classic": HASH_FAMILY, "oph": OPH_FAMILY}
+"""Sketch name -> hash family: ``classic`` (K permutations) or ``oph`` (one permutation with
+optimal densification, :mod:`neardup.oph`)."""
+_SKETCH_OF = {family: name for name, family in SKETCHES.items()}
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,9 @@ class MinHashScheme:
         num_perm: K, the number of hash functions (slots of a signature).
         seed: seeds the K permutations.
         shingling: how text becomes a set; ``None`` for generic sets (items hashed as given).
-        hash_family: name of the element hash and permutation family.
+        hash_family: name of the element hash and permutation family: ``HASH_FAMILY`` (classic
+            MinHash, K permutations) or ``OPH_FAMILY`` (one-permutation hashing with optimal
+            densification); see ``SKETCHES``.
         format_version: bumped whenever the same inputs would give different values.
     """
 
@@ -57,6 +71,13 @@ class MinHashScheme:
             raise ValueError(f"num_perm must be an integer >= 1, got {self.num_perm!r}")
         if not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed <= MASK64:
             raise ValueError(f"seed must be an integer in [0, 2**64), got {self.seed!r}")
+        if self.hash_family not in _SKETCH_OF:
+            raise ValueError(f"hash_family must be one of {sorted(_SKETCH_OF)}, got {self.hash_family!r}")
+
+    @property
+    def sketch(self) -> str:
+        """``"classic"`` or ``"oph"``: the name of the hash family (see ``SKETCHES``)."""
+        return _SKETCH_OF[self.hash_family]
 
     def check_compatible(self, other: "MinHashScheme") -> None:
         """Raise IncompatibleSketchError unless ``other`` is the same scheme."""
@@ -65,7 +86,10 @@ class MinHashScheme:
                 f"sketches of different schemes cannot be compared: {self} vs {other}")
 
     def permutations(self) -> tuple[np.ndarray, np.ndarray]:
-        """The multiply-shift parameters (a, b), uint64[num_perm] each."""
+        """The multiply-shift parameters (a, b), uint64[num_perm] each (classic family only)."""
+        if self.hash_family != HASH_FAMILY:
+            raise ValueError(f"permutations() belong to the classic family; {self.hash_family!r} uses "
+                             "neardup.oph.oph_params(seed)")
         return _permutations(np.uint64(self.seed), self.num_perm)
 
 
@@ -213,15 +237,9 @@ def estimate_from_rows(sig_a: np.ndarray, sig_b: np.ndarray, *, level: float = 0
 
 @nb.njit(cache=True, nogil=True)
 def _minhash_csr(hashes, offsets, a, b, out):
+    acc = np.empty(a.shape[0], dtype=np.uint64)
     for d in range(offsets.shape[0] - 1):
-        sig = out[d]
-        sig[:] = np.uint32(0xFFFFFFFF)
-        for i in range(offsets[d], offsets[d + 1]):
-            x = hashes[i]
-            for k in range(a.shape[0]):
-                v = np.uint32((a[k] * x + b[k]) >> np.uint64(32))
-                if v < sig[k]:
-                    sig[k] = v
+        fold_minhash(hashes, offsets[d], offsets[d + 1], a, b, acc, out[d])
 
 
 def hash_items(items: Iterable) -> np.ndarray:
@@ -271,18 +289,39 @@ class MinHasher:
     (2, 128)
     >>> 0.2 < sigs.jaccard(0, j=1) < 0.6      # true Jaccard 3/8
     True
+
+    ``sketch="oph"`` selects the fast one-permutation family (:mod:`neardup.oph`): one hash per
+    element instead of K, same signature shape and estimate.
+
+    >>> fast = MinHasher(num_perm=128, shingling=Shingling("word", 2), sketch="oph")
+    >>> fast.scheme.hash_family
+    'nd64/oph-dens-32'
     """
 
     def __init__(self, num_perm: int = 128, seed: int = 1, shingling: Shingling | None = None,
-                 scheme: MinHashScheme | None = None):
-        self.scheme = scheme or MinHashScheme(num_perm=num_perm, seed=seed,
-                                              shingling=shingling if shingling is not None else Shingling())
-        self._a, self._b = self.scheme.permutations()
+                 scheme: MinHashScheme | None = None, *, sketch: str | None = None):
+        if sketch is not None and sketch not in SKETCHES:
+            raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
+        if scheme is None:
+            scheme = MinHashScheme(num_perm=num_perm, seed=seed,
+                                   shingling=shingling if shingling is not None else Shingling(),
+                                   hash_family=SKETCHES[sketch or "classic"])
+        elif sketch is not None and scheme.sketch != sketch:
+            raise ValueError(f"sketch={sketch!r} disagrees with the scheme's hash family {scheme.hash_family!r}")
+        self.scheme = scheme
+        if scheme.hash_family == OPH_FAMILY:
+            self._oph = oph_params(scheme.seed)
+            self._oph_seq = oph_sequence(self._oph, scheme.num_perm)
+        else:
+            self._a, self._b = scheme.permutations()
 
     @classmethod
-    def for_sets(cls, num_perm: int = 128, seed: int = 1) -> "MinHasher":
+    def for_sets(cls, num_perm: int = 128, seed: int = 1, *, sketch: str = "classic") -> "MinHasher":
         """A MinHasher for generic sets only (its scheme has ``shingling=None``)."""
-        return cls(scheme=MinHashScheme(num_perm=num_perm, seed=seed, shingling=None))
+        if sketch not in SKETCHES:
+            raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
+        return cls(scheme=MinHashScheme(num_perm=num_perm, seed=seed, shingling=None,
+                                        hash_family=SKETCHES[sketch]))
 
     def sign(self, texts: Sequence[str]) -> Signatures:
         """Signatures of many texts, shingled by the scheme's shingling."""
@@ -301,9 +340,14 @@ class MinHasher:
         sh = self._text_shingling()
         values = np.empty((len(starts), self.scheme.num_perm), dtype=np.uint32)
         counts = np.empty(len(starts), dtype=np.int64)
-        minhash_texts_kernel(data, np.ascontiguousarray(starts, dtype=np.int64),
-                             np.ascontiguousarray(ends, dtype=np.int64), CHAR_CLASS, _kind_code(sh), sh.n,
-                             sh.strip_punctuation, self._a, self._b, values, counts)
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        if self.scheme.hash_family == OPH_FAMILY:
+            oph_texts_kernel(data, starts, ends, CHAR_CLASS, _kind_code(sh), sh.n, sh.strip_punctuation,
+                             self._oph, self._oph_seq, values, counts)
+        else:
+            minhash_texts_kernel(data, starts, ends, CHAR_CLASS, _kind_code(sh), sh.n, sh.strip_punctuation,
+                                 self._a, self._b, values, counts)
         return values, counts
 
     def _text_shingling(self) -> Shingling:
@@ -326,8 +370,12 @@ class MinHasher:
     def sign_hashed(self, hashes: np.ndarray, offsets: np.ndarray) -> Signatures:
         """Signatures of sets given as already-hashed uint64 CSR arrays (hashes, offsets)."""
         values = np.empty((len(offsets) - 1, self.scheme.num_perm), dtype=np.uint32)
-        _minhash_csr(np.ascontiguousarray(hashes, dtype=np.uint64),
-                     np.ascontiguousarray(offsets, dtype=np.int64), self._a, self._b, values)
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        if self.scheme.hash_family == OPH_FAMILY:
+            oph_csr_kernel(hashes, offsets, self._oph, self._oph_seq, values)
+        else:
+            _minhash_csr(hashes, offsets, self._a, self._b, values)
         return Signatures(values, self.scheme)
 
     def sign_one(self, text: str) -> np.ndarray:

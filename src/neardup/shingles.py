@@ -22,11 +22,12 @@ from typing import Literal, Sequence
 import numba as nb
 import numpy as np
 
-from ._hash import hash_span_words
+from ._hash import P1, P2, SEED, fmix64, hash_span_words, rotl64
+from .oph import densify, oph_fold, oph_fold_many
 from .text import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD, normalize
 
 _WORD_KIND, _CHAR_KIND = 0, 1
-_EMIT_HASHES, _EMIT_MINHASH = 0, 1
+_EMIT_HASHES, _EMIT_MINHASH, _EMIT_OPH = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,24 @@ class Shingling:
 
 
 def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
-    """Normalize texts (NFKC, case folding) and pack their UTF-8 bytes as (data, offsets)."""
+    """Normalize texts (NFKC, case folding) and pack their UTF-8 bytes as (data, offsets).
+
+    An ASCII text is its own NFKC form and case-folds to its ASCII lower case, so ASCII texts
+    are encoded as they are and the whole buffer is lower-cased at the end with ``bytes.lower``
+    (which touches only the bytes A-Z: a no-op on the other texts, which are folded already,
+    and never part of a multi-byte UTF-8 sequence). Same bytes, a third of the time.
+    """
+    nfkc, casefold = shingling.nfkc, shingling.casefold
     encoded = [
-        normalize(t, nfkc=shingling.nfkc, casefold=shingling.casefold).encode("utf-8", "surrogatepass")
+        t.encode("ascii") if t.isascii() else normalize(t, nfkc=nfkc, casefold=casefold).encode("utf-8", "surrogatepass")
         for t in texts
     ]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+    blob = b"".join(encoded)
+    if casefold:
+        blob = blob.lower()
+    return np.frombuffer(blob, dtype=np.uint8), offsets
 
 
 @nb.njit(inline="always", cache=True)
@@ -87,154 +98,336 @@ def _decode(data, i, end):
 
 
 @nb.njit(inline="always", cache=True)
+def _hash_span(words, start, end):
+    """``hash_span_words(words, start, end)`` (same value), for the kernels below.
+
+    Indices are unsigned (numba then emits no negative-index fix-up), the unaligned words come
+    from two loads and a funnel shift whose shift-by-64 case is split in two steps, and the
+    trailing partial word is folded with a select rather than a branch. It reads up to 16 bytes
+    past ``end``, so the buffer must extend that far.
+    """
+    h = SEED
+    n = end - start
+    st = np.uint64(start)
+    q = st >> np.uint64(3)
+    sh = (st & np.uint64(7)) << np.uint64(3)
+    back = np.uint64(63) - sh
+    lo = words[q]
+    full = n >> 3
+    for m in range(full):
+        hi = words[q + np.uint64(m + 1)]
+        h = rotl64(h ^ (((lo >> sh) | ((hi << np.uint64(1)) << back)) * P1), 31) * P2
+        lo = hi
+    rem = n & 7
+    hi = words[q + np.uint64(full + 1)]
+    w = ((lo >> sh) | ((hi << np.uint64(1)) << back)) & ((np.uint64(1) << np.uint64(8 * rem)) - np.uint64(1))
+    step = rotl64(h ^ (w * P1), 31) * P2
+    h = step if rem else h
+    return fmix64(h ^ np.uint64(n))
+
+
+@nb.njit(inline="always", cache=True)
+def _at(arr, i):
+    """``arr[i]`` for an index known to be >= 0, without numba's negative-index fix-up."""
+    return arr[np.uint64(i)]
+
+
+@nb.njit(inline="always", cache=True)
+def _is_ascii(doc):
+    acc = np.uint8(0)
+    for i in range(doc.shape[0]):  # vectorized: a few hundredths of a ns a byte
+        acc |= doc[i]
+    return acc < 0x80
+
+
+@nb.njit(cache=True, nogil=True)
+def _word_tokens(data, start, end, table, buf, tok):
+    """Word tokens of ``data[start:end]`` into ``buf``, each followed by one space.
+
+    Returns (tokens, length): token t starts at ``tok[t]``; ``tok[tokens]`` is set so that
+    ``buf[tok[t]:tok[t + 1] - 1]`` is token t for every t, and ``length`` is that of the tokens
+    joined by single spaces, ``buf[:length]``. ASCII bytes are handled without a branch (one
+    unconditional store of the byte or a space, counters advanced by 0 or 1), so token
+    boundaries cost no mispredicted branch; other bytes are decoded one code point at a time.
+    """
+    doc = data[start:end]
+    size = doc.shape[0]
+    prev = 0  # a token is open (its trailing space is not written yet)
+    blen = 0
+    nt = 0
+    if _is_ascii(doc):
+        for i in range(size):
+            c = doc[i]
+            w = np.int64(table[c] == WORD)
+            keep = np.uint8(-w)
+            buf[np.uint64(blen)] = (c & keep) | (np.uint8(32) & ~keep)
+            tok[np.uint64(nt)] = blen
+            nt += w & (prev ^ 1)
+            blen += w | prev
+            prev = w
+    else:
+        i = 0
+        while i < size:
+            c = _at(doc, i)
+            if c < 0x80:
+                w = np.int64(table[c] == WORD)
+                keep = np.uint8(-w)
+                buf[np.uint64(blen)] = (c & keep) | (np.uint8(32) & ~keep)
+                tok[np.uint64(nt)] = blen
+                nt += w & (prev ^ 1)
+                blen += w | prev
+                prev = w
+                i += 1
+                continue
+            cp, j = _decode(doc, i, size)
+            cls = table[cp]
+            if cls == WORD or cls == IDEOGRAPH:
+                if cls == IDEOGRAPH and prev:
+                    buf[np.uint64(blen)] = 32
+                    blen += 1
+                if cls == IDEOGRAPH or not prev:
+                    tok[np.uint64(nt)] = blen
+                    nt += 1
+                for q in range(i, j):
+                    buf[np.uint64(blen)] = _at(doc, q)
+                    blen += 1
+                prev = 1
+                if cls == IDEOGRAPH:  # a token of its own
+                    buf[np.uint64(blen)] = 32
+                    blen += 1
+                    prev = 0
+            elif cls != IGNORE and prev:
+                buf[np.uint64(blen)] = 32
+                blen += 1
+                prev = 0
+            i = j
+    tok[np.uint64(nt)] = blen + prev
+    return nt, blen + prev - 1
+
+
+@nb.njit(inline="always", cache=True)
+def _char_ascii(c, table, strip, buf, pos, pending, blen, nch):
+    cls = table[c]
+    sp = np.int64(cls == SPACE or cls == OTHER)
+    keep = (sp ^ 1) & np.int64(not (strip and cls == PUNCT))
+    es = keep & pending
+    pos[np.uint64(nch)] = blen
+    buf[np.uint64(blen)] = 32
+    nch += es
+    blen += es
+    pos[np.uint64(nch)] = blen
+    buf[np.uint64(blen)] = c
+    nch += keep
+    blen += keep
+    pending = (keep ^ 1) & ((sp & min(nch, 1)) | ((sp ^ 1) & pending))
+    return pending, blen, nch
+
+
+@nb.njit(cache=True, nogil=True)
+def _char_units(data, start, end, table, strip, buf, pos):
+    """The character stream of ``data[start:end]`` (see :func:`neardup.text.char_stream`) in ``buf``.
+
+    Returns (characters, length): character c is ``buf[pos[c]:pos[c + 1]]`` (``pos[characters]``
+    is the length), or ``buf[c]`` when characters == length (all one byte; ``pos`` is then not
+    written). ASCII bytes are handled without a branch, as in :func:`_word_tokens`.
+    """
+    doc = data[start:end]
+    size = doc.shape[0]
+    pending = 0  # a space is due before the next kept character
+    blen = 0
+    nch = 0
+    if _is_ascii(doc):  # every character is one byte: no need to record where each starts
+        for i in range(size):
+            c = doc[i]
+            cls = table[c]
+            sp = np.int64(cls == SPACE or cls == OTHER)
+            keep = (sp ^ 1) & np.int64(not (strip and cls == PUNCT))
+            es = keep & pending
+            buf[np.uint64(blen)] = 32
+            blen += es
+            buf[np.uint64(blen)] = c
+            blen += keep
+            pending = (keep ^ 1) & ((sp & min(blen, 1)) | ((sp ^ 1) & pending))
+        return blen, blen
+    else:
+        i = 0
+        while i < size:
+            c = _at(doc, i)
+            if c < 0x80:
+                pending, blen, nch = _char_ascii(c, table, strip, buf, pos, pending, blen, nch)
+                i += 1
+                continue
+            cp, j = _decode(doc, i, size)
+            cls = table[cp]
+            if cls == IGNORE or (cls == PUNCT and strip):
+                pass
+            elif cls == SPACE or cls == OTHER:
+                pending = min(nch, 1)
+            else:
+                if pending:
+                    pos[np.uint64(nch)] = blen
+                    buf[np.uint64(blen)] = 32
+                    blen += 1
+                    nch += 1
+                    pending = 0
+                pos[np.uint64(nch)] = blen
+                for q in range(i, j):
+                    buf[np.uint64(blen)] = _at(doc, q)
+                    blen += 1
+                nch += 1
+            i = j
+    pos[np.uint64(nch)] = blen
+    return nch, blen
+
+
+@nb.njit(inline="always", cache=True)
 def _emit(h, mode, a, b, sig, out, pos):
+    """Use one shingle hash: write it out, fold it into a classic MinHash signature (``a``, ``b``
+    the permutations) or into an OPH signature before densification (``a[0]`` the salt)."""
     if mode == _EMIT_MINHASH:
         for k in range(sig.shape[0]):
             v = np.uint32((a[k] * h + b[k]) >> np.uint64(32))
             if v < sig[k]:
                 sig[k] = v
+    elif mode == _EMIT_OPH:
+        oph_fold(h, a[0], sig)
     else:
-        out[pos] = h
+        out[np.uint64(pos)] = h
 
 
 @nb.njit(cache=True, nogil=True)
-def _word_doc(data, start, end, table, n, buf, words, ring, mode, a, b, sig, out, pos):
-    """Word n-gram shingles of ``data[start:end]``; returns how many were emitted."""
-    blen = 0
-    ntok = 0
-    count = 0
-    in_tok = False
-    tok_start = 0
-    i = start
-    while i <= end:
-        if i < end:
-            cp, j = _decode(data, i, end)
-            cls = table[cp]
-        else:
-            j = end + 1
-            cls = OTHER
-        if cls == WORD:
-            if not in_tok:
-                if ntok > 0:
-                    buf[blen] = 32
-                    blen += 1
-                tok_start = blen
-                in_tok = True
-            for q in range(i, j):
-                buf[blen] = data[q]
-                blen += 1
-        elif cls != IGNORE:
-            if in_tok:
-                in_tok = False
-                ring[ntok % n] = tok_start
-                ntok += 1
-                if ntok >= n:
-                    _emit(hash_span_words(words, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
-                    count += 1
-            if cls == IDEOGRAPH:
-                if ntok > 0:
-                    buf[blen] = 32
-                    blen += 1
-                ring[ntok % n] = blen
-                for q in range(i, j):
-                    buf[blen] = data[q]
-                    blen += 1
-                ntok += 1
-                if ntok >= n:
-                    _emit(hash_span_words(words, ring[(ntok - n) % n], blen), mode, a, b, sig, out, pos + count)
-                    count += 1
-        i = j
-    if 0 < ntok < n:
-        _emit(hash_span_words(words, 0, blen), mode, a, b, sig, out, pos)
-        count = 1
-    return count
+def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a, b, sig, out, at):
+    """The shingles of ``data[start:end]`` handed to :func:`_emit` in text order (hashes go to
+    ``out[at:]``); returns how many. ``buf`` (viewed as ``words``) must hold the text plus
+    24 bytes, ``pos`` its length plus 2 entries.
 
-
-@nb.njit(cache=True, nogil=True)
-def _char_doc(data, start, end, table, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
-    """Character n-gram shingles of ``data[start:end]``; returns how many were emitted."""
-    blen = 0
-    nch = 0
-    count = 0
-    pending_space = False
-    i = start
-    while i < end:
-        cp, j = _decode(data, i, end)
-        cls = table[cp]
-        if cls == IGNORE or (cls == PUNCT and strip):
-            i = j
-            continue
-        if cls == SPACE or cls == OTHER:
-            pending_space = nch > 0
-            i = j
-            continue
-        for step in range(2):
-            if step == 0 and not pending_space:
-                continue
-            ring[nch % n] = blen
-            if step == 0:
-                buf[blen] = 32
-                blen += 1
-                pending_space = False
-            else:
-                for q in range(i, j):
-                    buf[blen] = data[q]
-                    blen += 1
-            nch += 1
-            if nch >= n:
-                _emit(hash_span_words(words, ring[(nch - n) % n], blen), mode, a, b, sig, out, pos + count)
-                count += 1
-        i = j
-    if 0 < nch < n:
-        _emit(hash_span_words(words, 0, blen), mode, a, b, sig, out, pos)
-        count = 1
-    return count
-
-
-@nb.njit(inline="always", cache=True)
-def _doc(data, start, end, table, kind, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
+    Two passes per document: the text is first normalized into ``buf`` (tokens each followed
+    by a space, or the character stream) with the start of every unit in ``pos``; then every
+    run of n units is hashed from ``buf`` and used at once. Splitting the passes keeps both
+    loops free of hard-to-predict branches, which is what a single streaming pass lost most of
+    its time to.
+    """
     if kind == _WORD_KIND:
-        return _word_doc(data, start, end, table, n, buf, words, ring, mode, a, b, sig, out, pos)
-    return _char_doc(data, start, end, table, n, strip, buf, words, ring, mode, a, b, sig, out, pos)
+        units, blen = _word_tokens(data, start, end, table, buf, pos)
+        if units == 0:
+            return 0
+        if units < n:
+            _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
+            return 1
+        for s in range(units - n + 1):
+            _emit(_hash_span(words, _at(pos, s), _at(pos, s + n) - 1), mode, a, b, sig, out, at + s)
+        return units - n + 1
+    units, blen = _char_units(data, start, end, table, strip, buf, pos)
+    if units == 0:
+        return 0
+    if units < n:
+        _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
+        return 1
+    if units == blen:  # one byte a character
+        for s in range(units - n + 1):
+            _emit(_hash_span(words, s, s + n), mode, a, b, sig, out, at + s)
+    else:
+        for s in range(units - n + 1):
+            _emit(_hash_span(words, _at(pos, s), _at(pos, s + n)), mode, a, b, sig, out, at + s)
+    return units - n + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _doc(data, start, end, table, kind, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
+    """:func:`_doc_emit` for callers that bring only ``buf`` (twice the text plus 24 bytes) and
+    a ``ring`` (unused now; the unit starts are allocated here)."""
+    starts = np.empty(end - start + 2, dtype=np.int64)
+    return _doc_emit(data, start, end, table, kind, n, strip, buf, words, starts, mode, a, b, sig, out, pos)
 
 
 @nb.njit(cache=True, nogil=True)
 def _scratch(starts, ends):
+    """Scratch for :func:`_doc_emit` sized for the longest text: (buf, words, unit starts)."""
     longest = 0
     for d in range(starts.shape[0]):
         longest = max(longest, ends[d] - starts[d])
     buf = np.zeros(((2 * longest + 24) // 8) * 8, dtype=np.uint8)
-    return buf, buf.view(np.uint64)
+    return buf, buf.view(np.uint64), np.empty(longest + 2, dtype=np.int64)
+
+
+@nb.njit(inline="always", cache=True)
+def fold_minhash(hashes, lo, hi, a, b, acc, sig):
+    """Set ``sig`` to the classic MinHash of the element hashes ``hashes[lo:hi]``.
+
+    Slot k is ``min_x ((a_k x + b_k) mod 2**64) >> 32``. As ``v -> v >> 32`` is monotone, this
+    is the top half of ``min_x ((a_k x + b_k) mod 2**64)``, so the minimum is taken over the full
+    64-bit values in ``acc`` (uint64[K] scratch; vectorized as multiply, add, unsigned min) and
+    halved once at the end. Two elements are folded per pass over ``acc``, which halves its
+    loads and stores; the multiplies are then what bounds the loop.
+    """
+    acc[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    k = acc.shape[0]
+    i = lo
+    while i + 2 <= hi:
+        x0 = hashes[np.uint64(i)]
+        x1 = hashes[np.uint64(i + 1)]
+        for j in range(k):
+            acc[j] = min(acc[j], min(a[j] * x0 + b[j], a[j] * x1 + b[j]))
+        i += 2
+    if i < hi:
+        x0 = hashes[np.uint64(i)]
+        for j in range(k):
+            acc[j] = min(acc[j], a[j] * x0 + b[j])
+    for j in range(k):
+        sig[j] = np.uint32(acc[j] >> np.uint64(32))
 
 
 @nb.njit(cache=True, nogil=True)
 def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
     """Fill ``sigs[d]`` with the MinHash of the shingles of ``data[starts[d]:ends[d]]`` and
     ``counts[d]`` with how many there were."""
-    buf, words = _scratch(starts, ends)
-    ring = np.empty(n, dtype=np.int64)
-    dummy = np.empty(0, dtype=np.uint64)
+    buf, words, pos = _scratch(starts, ends)
+    hs = np.empty(pos.shape[0], dtype=np.uint64)
+    acc = np.empty(a.shape[0], dtype=np.uint64)
+    dummy_a = np.empty(0, dtype=np.uint64)
+    dummy_sig = np.empty(0, dtype=np.uint32)
     for d in range(starts.shape[0]):
+        c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0)
+        fold_minhash(hs, 0, c, a, b, acc, sigs[d])
+        counts[d] = c
+
+
+@nb.njit(cache=True, nogil=True)
+def oph_texts_kernel(data, starts, ends, table, kind, n, strip, params, seq, sigs, counts):
+    """Fill ``sigs[d]`` with the densified one-permutation MinHash (:mod:`neardup.oph`) of the
+    shingles of ``data[starts[d]:ends[d]]`` and ``counts[d]`` with how many there were;
+    ``params`` and ``seq`` are :func:`neardup.oph.oph_params` and :func:`~neardup.oph.oph_sequence`."""
+    buf, words, pos = _scratch(starts, ends)
+    hs = np.empty(pos.shape[0], dtype=np.uint64)
+    bins = np.empty(pos.shape[0], dtype=np.uint64)
+    values = np.empty(pos.shape[0], dtype=np.uint32)
+    orig = np.empty(sigs.shape[1], dtype=np.uint32)
+    dummy_a = np.empty(0, dtype=np.uint64)
+    dummy_sig = np.empty(0, dtype=np.uint32)
+    for d in range(starts.shape[0]):
+        c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0)
         sig = sigs[d]
         sig[:] = np.uint32(0xFFFFFFFF)
-        counts[d] = _doc(data, starts[d], ends[d], table, kind, n, strip, buf, words, ring,
-                         _EMIT_MINHASH, a, b, sig, dummy, 0)
+        oph_fold_many(hs, 0, c, params[0], sig, bins, values)
+        densify(sig, params[1], params[2], seq, orig)
+        counts[d] = c
 
 
 @nb.njit(cache=True, nogil=True)
 def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     """Shingle hashes of every document as CSR (hashes, doc_offsets); sorted and unique if asked."""
     ndoc = offsets.shape[0] - 1
-    buf, words = _scratch(offsets[:-1], offsets[1:])
-    ring = np.empty(n, dtype=np.int64)
+    buf, words, units = _scratch(offsets[:-1], offsets[1:])
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
     doc_off = np.zeros(ndoc + 1, dtype=np.int64)
     dummy_a = np.empty(0, dtype=np.uint64)
     dummy_sig = np.empty(0, dtype=np.uint32)
     pos = 0
     for d in range(ndoc):
-        c = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, ring,
-                 _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos)
+        c = _doc_emit(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units,
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos)
         if unique and c > 1:
             s = np.sort(out[pos:pos + c])
             k = 1
