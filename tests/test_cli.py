@@ -403,3 +403,15 @@ def test_exact_prepass_changes_nothing_for_simhash_and_spotsigs(tmp_path, method
         if not extra:
             assert "exact duplicates (pre-pass)" in res.output
     assert outs[0] == outs[1]
+
+
+def test_sketch_oph_finds_the_planted_copies(tmp_path, jsonl_input, corpus):
+    """--sketch oph: a different signature family, the same near-duplicates at the threshold."""
+    outs = {}
+    for sketch in ("classic", "oph"):
+        res = run("dedup", jsonl_input, "-o", tmp_path / f"{sketch}.jsonl", "--sketch", sketch,
+                  "--verify", "exact", "--clusters", tmp_path / f"{sketch}.csv", "-q")
+        assert res.exit_code == 0, res.output
+        outs[sketch] = {r["id"]: r["cluster"] for r in read_rows(tmp_path / f"{sketch}.csv")}
+    same = sum(outs["classic"][i] == outs["oph"][i] for i in corpus.ids)
+    assert same >= 0.98 * len(corpus.ids)

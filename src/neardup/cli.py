@@ -43,7 +43,7 @@ def _check_output_path(ctx, param, value):
 # Options that belong to one method (or a few); the others apply to every method.
 METHOD_OPTIONS: dict[str, set[str]] = {
     "minhash": {"threshold", "ngram", "char_ngram", "strip_punctuation", "num_perm", "bands", "rows", "seed",
-                "verify", "exact_prepass"},
+                "verify", "exact_prepass", "sketch"},
     "simhash": {"max_distance", "bits", "ngram", "char_ngram", "strip_punctuation", "seed", "weighting", "min_df",
                 "blocks", "exact_prepass"},
     "spotsigs": {"threshold", "spot_distance", "chain", "antecedents", "stopwords", "idf_band", "spot_key",
@@ -60,7 +60,7 @@ def _build_method(method: str, p: dict):
         return MinHashConfig(threshold=p["threshold"] if p["threshold"] is not None else DEFAULT_THRESHOLD,
                              shingling=shingling_option(p["ngram"], p["char_ngram"], p["strip_punctuation"]),
                              num_perm=p["num_perm"], seed=p["seed"], bands=p["bands"], rows=p["rows"],
-                             verify=p["verify"], exact_prepass=p["exact_prepass"])
+                             verify=p["verify"], exact_prepass=p["exact_prepass"], sketch=p["sketch"])
     if method == "simhash":
         from .dedup_simhash import SimHashConfig
         from .simhash import DEFAULT_SHINGLING
@@ -137,6 +137,9 @@ def _reject_foreign_options(ctx: click.Context, method: str) -> None:
 @click.option("--verify", type=click.Choice(["signature", "exact"]), default="signature", show_default=True,
               help="minhash: keep a candidate pair when its signature estimate reaches the threshold, or when "
                    "the exact Jaccard of its shingle sets does (re-reads candidate texts).")
+@click.option("--sketch", type=click.Choice(["classic", "oph"]), default="classic", show_default=True,
+              help="minhash: K permutations (classic), or one-permutation hashing with optimal densification "
+                   "(oph: one hash per shingle, same estimate, its own signature values).")
 @click.option("--no-exact-prepass", "exact_prepass", flag_value=False, default=True,
               help="minhash, simhash, spotsigs: sketch every document, also exact copies of earlier ones (by "
                    "default only the first of each group of identical normalized texts is sketched; the results "
