@@ -205,33 +205,10 @@ def radix_argsort_rows(words):
     n = words.shape[0]
     perm = np.arange(n)
     keys = np.empty(n, dtype=np.uint64)
-    tk = np.empty(n, dtype=np.uint64)
-    tp = np.empty(n, dtype=np.int64)
-    cnt = np.empty(65537, dtype=np.int64)
-    for w in range(words.shape[1]):
+    for w in range(words.shape[1]):  # least significant word first; each pass is stable
         for i in range(n):
             keys[i] = words[perm[i], w]
-        for p in range(0, 64, 16):
-            sh = np.uint64(p)
-            cnt[:] = 0
-            for i in range(n):
-                cnt[((keys[i] >> sh) & np.uint64(0xFFFF)) + np.uint64(1)] += 1
-            trivial = False
-            for v in range(65537):
-                if cnt[v] == n:
-                    trivial = True
-                    break
-            if trivial:
-                continue
-            for v in range(65536):
-                cnt[v + 1] += cnt[v]
-            for i in range(n):
-                dgt = (keys[i] >> sh) & np.uint64(0xFFFF)
-                tk[cnt[dgt]] = keys[i]
-                tp[cnt[dgt]] = perm[i]
-                cnt[dgt] += 1
-            keys, tk = tk, keys
-            perm, tp = tp, perm
+        radix_sort_with(keys, perm)
     return perm
 
 
