@@ -10,7 +10,7 @@ Properties checked:
 - r/K is unbiased for J, and its variance over seeds is within 10% of classic MinHash's on the
   same pairs when the union has at least K elements (measured lower there), and at most 1.5x
   classic's for sets with fewer elements than bins (measured 1.15x-1.4x: densified bins repeat
-  values; reported in docs/benchmarks.md);
+  values);
 - OPH and classic signatures never mix (IncompatibleSketchError), also in an LSH index.
 """
 

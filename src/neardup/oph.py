@@ -18,8 +18,8 @@ so r/K (r equal slots) is an unbiased estimate of J, exactly as for classic MinH
 signatures plug into everything built on classic ones (``Signatures``, LSH banding, estimates).
 Its variance is close to classic MinHash's: slightly lower when the union of the two sets is
 much larger than K (the bins sample without replacement), higher when the sets are so small
-that many bins are empty (the densified bins repeat values). ``docs/benchmarks.md`` gives the
-measured ratios; ``tests/test_oph.py`` asserts them.
+that many bins are empty (the densified bins repeat values). ``tests/test_oph.py`` measures
+and asserts the ratios.
 
 Definition (hash family ``"nd64/oph-dens-32"``, format version 1)
 ------------------------------------------------------------------
