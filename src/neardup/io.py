@@ -171,15 +171,9 @@ def input_format(path: str | os.PathLike) -> str:
         return "txtdir"
     if not os.path.exists(name):
         raise InputError(name, None, "no such file or directory", reason="unreadable file")
-    lower = name.lower()
-    comp = _compression(lower)
-    base = lower[: lower.rfind(".")] if comp else lower
-    if base.endswith(_JSONL_SUFFIXES):
-        return "jsonl"
-    if base.endswith(".csv"):
-        return "csv"
-    if lower.endswith(".parquet"):
-        return "parquet"
+    fmt = _table_format(name)
+    if fmt is not None:
+        return fmt
     suffix = "".join(Path(name).suffixes[-2:]) or "(none)"
     raise InputError(
         name,
@@ -190,6 +184,20 @@ def input_format(path: str | os.PathLike) -> str:
     )
 
 
+def _table_format(name: str) -> str | None:
+    """``"jsonl"``, ``"csv"`` or ``"parquet"`` from a file name's extension (JSONL and CSV may
+    end in .gz/.zst), or None."""
+    lower = name.lower()
+    base = lower[: lower.rfind(".")] if _compression(lower) else lower
+    if base.endswith(_JSONL_SUFFIXES):
+        return "jsonl"
+    if base.endswith(".csv"):
+        return "csv"
+    if lower.endswith(".parquet"):
+        return "parquet"
+    return None
+
+
 def output_format(path: str | os.PathLike) -> str:
     """The output format of ``path`` from its extension: ``"jsonl"``, ``"csv"`` or ``"parquet"``.
 
@@ -198,15 +206,9 @@ def output_format(path: str | os.PathLike) -> str:
     >>> output_format("out/kept.jsonl.gz")
     'jsonl'
     """
-    lower = str(path).lower()
-    comp = _compression(lower)
-    base = lower[: lower.rfind(".")] if comp else lower
-    if base.endswith(_JSONL_SUFFIXES):
-        return "jsonl"
-    if base.endswith(".csv"):
-        return "csv"
-    if lower.endswith(".parquet"):
-        return "parquet"
+    fmt = _table_format(str(path))
+    if fmt is not None:
+        return fmt
     raise ValueError(
         f"cannot tell the output format of {str(path)!r} from its extension; use .jsonl "
         "(or .jsonl.gz, .jsonl.zst), .csv (or .csv.gz, .csv.zst) or .parquet"
