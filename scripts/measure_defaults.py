@@ -23,7 +23,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 import orjson
 
@@ -33,29 +32,10 @@ from neardup.dedup_minhash import MinHashConfig, sketch_batch
 from neardup.lsh import band_keys
 from neardup.minhash import MinHasher
 from neardup.shingles import Shingling, shingle_batch
-from neardup.measures import jaccard_sorted
+from neardup.measures import all_pairs_jaccard
 
 REPO = Path(__file__).resolve().parent.parent
 NEAR = {"exact", "light", "medium"}
-
-
-@nb.njit(cache=True)
-def all_pairs_jaccard(values, offsets, min_j):
-    n = offsets.shape[0] - 1
-    a, b, s = [], [], []
-    for i in range(n):
-        x = values[offsets[i]:offsets[i + 1]]
-        for j in range(i + 1, n):
-            y = values[offsets[j]:offsets[j + 1]]
-            small, big = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
-            if big == 0 or small / big < min_j:
-                continue
-            v = jaccard_sorted(x, y)
-            if v >= min_j:
-                a.append(i)
-                b.append(j)
-                s.append(v)
-    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), np.array(s)
 
 
 def generate(docs: int, seed: int, out: Path) -> tuple[list[str], list[str], list[dict]]:

@@ -5,38 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numba as nb
-import numpy as np
 import pytest
 
 from neardup.dedup_minhash import MinHashConfig
 from neardup.io import read_documents
-from neardup.measures import jaccard_sorted
+from neardup.measures import all_pairs_jaccard
 from neardup.pipeline import dedup
 from neardup.shingles import Shingling, shingle_batch
 
 from conftest import REPO
 
 T = 0.8
-
-
-@nb.njit(cache=True)
-def _all_pairs_at_least(values, offsets, min_j):
-    n = offsets.shape[0] - 1
-    a, b, s = [], [], []
-    for i in range(n):
-        x = values[offsets[i]:offsets[i + 1]]
-        for j in range(i + 1, n):
-            y = values[offsets[j]:offsets[j + 1]]
-            lo, hi = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
-            if hi == 0 or lo < min_j * hi:  # J <= |small| / |large|
-                continue
-            v = jaccard_sorted(x, y)
-            if v >= min_j:
-                a.append(i)
-                b.append(j)
-                s.append(v)
-    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), np.array(s)
 
 
 @pytest.fixture(scope="module", params=[1, 2])
@@ -48,7 +27,7 @@ def generated(request, tmp_path_factory):
                     "--seed", str(request.param), "-o", str(path), "--jobs", "1"], check=True)
     texts = [t for batch in read_documents([str(path)]) for t in batch.texts]
     values, offsets = shingle_batch(texts, Shingling("word", 5))
-    a, b, s = _all_pairs_at_least(values, offsets, 0.5)
+    a, b, s = all_pairs_jaccard(values, offsets, 0.5)
     return str(path), {(int(x), int(y)): float(z) for x, y, z in zip(a, b, s)}
 
 

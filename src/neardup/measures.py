@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 import numba as nb
+import numpy as np
 
 
 def _as_set(items: Iterable) -> set:
@@ -88,3 +89,35 @@ def jaccard_sorted(x, y):
 def containment_sorted(x, y):
     """Exact containment |X n Y| / |X| of sorted duplicate-free arrays (0.0 if X is empty)."""
     return intersection_size(x, y) / x.shape[0] if x.shape[0] > 0 else 0.0
+
+
+@nb.njit(cache=True)
+def _all_pairs_kernel(values, offsets, min_similarity):
+    n = offsets.shape[0] - 1
+    a, b, s = [], [], []
+    for i in range(n):
+        x = values[offsets[i]:offsets[i + 1]]
+        for j in range(i + 1, n):
+            y = values[offsets[j]:offsets[j + 1]]
+            lo, hi = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
+            if hi == 0 or lo < min_similarity * hi:  # J(X, Y) <= |smaller| / |larger|
+                continue
+            v = jaccard_sorted(x, y)
+            if v >= min_similarity:
+                a.append(i)
+                b.append(j)
+                s.append(v)
+    return np.array(a, dtype=np.int64), np.array(b, dtype=np.int64), np.array(s, dtype=np.float64)
+
+
+def all_pairs_jaccard(values, offsets, min_similarity: float):
+    """Every pair (i < j) of CSR sets (as :func:`neardup.shingles.shingle_batch` returns) with
+    exact Jaccard >= ``min_similarity``, by brute force over all n(n-1)/2 pairs: the reference
+    the approximate methods are tested against. Returns (a, b, similarity) in (a, b) order.
+
+    >>> from neardup.shingles import shingle_batch, Shingling
+    >>> v, o = shingle_batch(["a b c d", "a b c e", "x y z"], Shingling("word", 2))
+    >>> [x.tolist() for x in all_pairs_jaccard(v, o, 0.3)]
+    [[0], [1], [0.5]]
+    """
+    return _all_pairs_kernel(values, offsets, min_similarity)
