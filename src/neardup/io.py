@@ -386,8 +386,9 @@ def _open_input(name: str, pol: _Policy):
         return None
 
 
-def _line_blocks(stream, name: str, pol: _Policy) -> Iterator[list[bytes]]:
-    """Yield the lines of a binary stream, without their ``\\n``, a few MiB at a time.
+def _raw_blocks(stream, name: str, pol: _Policy) -> Iterator[bytes]:
+    """Yield a binary stream a few MiB at a time, cut after a ``\\n`` so that every block holds
+    whole lines (only the last block may end without one).
 
     A leading UTF-8 byte order mark is dropped. A read error ends the file (after ``reject``).
     """
@@ -406,20 +407,29 @@ def _line_blocks(stream, name: str, pol: _Policy) -> Iterator[list[bytes]]:
             first = False
             if data.startswith(_BOM):
                 data = data[3:]
-        lines = data.split(b"\n")
-        tail = lines.pop()
-        if not lines:  # no newline in this block: part of a long line
-            pending.append(tail)
+        cut = data.rfind(b"\n") + 1
+        if not cut:  # part of a long line
+            pending.append(data)
             continue
+        head = data[:cut] if cut < len(data) else data
         if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
+            pending.append(head)
+            head = b"".join(pending)
             pending = []
-        if tail:
-            pending.append(tail)
-        yield lines
+        if cut < len(data):
+            pending.append(data[cut:])
+        yield head
     if pending:
-        yield [b"".join(pending)]
+        yield b"".join(pending)
+
+
+def _line_blocks(stream, name: str, pol: _Policy) -> Iterator[list[bytes]]:
+    """The lines of :func:`_raw_blocks`, without their ``\\n``, a block at a time."""
+    for block in _raw_blocks(stream, name, pol):
+        lines = block.split(b"\n")
+        if not lines[-1]:
+            lines.pop()
+        yield lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,17 +529,23 @@ def _scan_jsonl(path: str, pol: _Policy, full: bool) -> Iterator[_Chunk]:
                 yield _Chunk(ids, texts, (raws, objs) if full else None)
 
 
-def _scan_jsonl_lines(path: str, pol: _Policy) -> Iterator[_Chunk]:
-    """JSON Lines known to hold only valid records: each non-blank line, unparsed. payload: (raw
-    lines, None); ids are the raw lines too (only their number is used)."""
+def _copy_kept_jsonl(path: str, pol: _Policy, keep: np.ndarray, start: int, sink: "_JsonlSink") -> int:
+    """Write the kept lines of a JSON Lines file known to hold only valid records (every
+    non-blank line is one, numbered from ``start``); return the next record number."""
+    from .line_copy import copy_kept_lines
+
     stream = _open_input(path, pol)
     if stream is None:
-        return
+        return start
+    out = np.empty(0, dtype=np.uint8)
     with stream:
-        for block in _line_blocks(stream, path, pol):
-            raws = [line for line in block if line and not line.isspace()]
-            if raws:
-                yield _Chunk(raws, raws, (raws, None))
+        for block in _raw_blocks(stream, path, pol):
+            if len(out) <= len(block):
+                out = np.empty(len(block) + 1, dtype=np.uint8)
+            n, start = copy_kept_lines(block, keep, start, out)
+            if n:
+                sink.write_bytes(memoryview(out)[:n])
+    return start
 
 
 def _allow_large_csv_fields() -> None:
@@ -1018,6 +1034,10 @@ class _JsonlSink:
             recs = _chunk_records(fmt, chunk, sel)
             self._out.write(b"".join(dumps(r, default=_json_default, option=opt) for r in recs))
 
+    def write_bytes(self, data) -> None:
+        """Write JSON Lines that are ready as bytes."""
+        self._out.write(data)
+
     def close(self) -> None:
         self._out.close()
 
@@ -1179,9 +1199,12 @@ def write_kept(
         sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol)
         try:
             for path, fmt in sources:
-                fast = all_valid and fmt == "jsonl" and out_fmt == "jsonl"
-                chunks = _scan_jsonl_lines(path, pol) if fast else _scan(path, fmt, pol, True, _WRITE_ROWS)
-                for chunk in chunks:
+                if all_valid and fmt == "jsonl" and out_fmt == "jsonl":
+                    end = _copy_kept_jsonl(path, pol, keep, start, sink)
+                    written += int(np.count_nonzero(keep[start:end]))
+                    start = end
+                    continue
+                for chunk in _scan(path, fmt, pol, True, _WRITE_ROWS):
                     sel = _kept(keep, start, len(chunk.ids))
                     start += len(chunk.ids)
                     if sel:
