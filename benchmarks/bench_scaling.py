@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The batch job end to end from 10,000 to 1,000,000 documents: wall time, peak memory, slope.
+"""The batch job end to end from 10,000 to 1,400,000 documents: wall time, peak memory, slope.
 
-    python benchmarks/bench_scaling.py [--sizes 10000,30000,100000,300000,1000000] [--workers 1,2]
+    python benchmarks/bench_scaling.py [--sizes 10000,30000,100000,300000,1000000,1400000] [--workers 1,2]
                                        [--repeat 1] [--quick] [--profile]
 
 For each size the generated corpus (``run_dedup.py``'s cache: ``examples/generate_corpus.py``,
-seed 1, 20% planted duplicates; 1M documents are about 1.8 GB of JSONL, made with two processes
-the first time) is deduplicated by the command a user runs::
+seed 1, 20% planted duplicates; 1M documents are about 1.8 GB of JSONL and 1.4M about 2.5 GB,
+made with two processes the first time) is deduplicated by the command a user runs::
 
     neardup dedup CORPUS -o OUT.jsonl --workers W
 
@@ -104,7 +104,7 @@ def profile(cmd: list[str]) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="10000,30000,100000,300000,1000000")
+    ap.add_argument("--sizes", default="10000,30000,100000,300000,1000000,1400000")
     ap.add_argument("--workers", default="1,2", help="neardup --workers values (default 1,2)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per size and worker count (median)")
     ap.add_argument("--extra", default="", help="more options for neardup dedup, e.g. '--sketch oph'")

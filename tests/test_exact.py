@@ -511,3 +511,27 @@ def test_config_validation():
     with pytest.raises(ValueError, match="raw"):
         ExactConfig(raw="yes")
     assert "normalized" in ExactConfig().scheme and "raw" in ExactConfig(raw=True).scheme
+
+
+def test_prepass_table_matches_a_dict_reference_with_colliding_slots():
+    """Keys that share their first half (same table slot) or their low bits, repeated across
+    batches of uneven sizes, invalid rows never grouped, the table grown several times."""
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 2**64, size=(3000, 2), dtype=np.uint64)
+    base[:500, 0] = base[0, 0]  # one slot, many different keys
+    base[500:1000, 0] = np.arange(500, dtype=np.uint64) << np.uint64(40)  # equal low bits
+    keys = base[rng.integers(0, len(base), size=20000)]
+    valid = rng.random(len(keys)) > 0.05
+    p = ExactPrepass()
+    first: dict = {}
+    want = []
+    for i, (k, ok) in enumerate(zip(map(tuple, keys.tolist()), valid)):
+        want.append(first.setdefault(k, i) if ok else i)
+    got, lo = [], 0
+    for size in [1, 7, 300, 4096, 2, 9000] * 10:
+        if lo >= len(keys):
+            break
+        got.append(p.admit(keys[lo:lo + size], valid[lo:lo + size]))
+        lo += size
+    assert np.array_equal(p.groups().rep, np.array(want))
+    assert np.array_equal(np.concatenate(got), np.array(want) == np.arange(len(keys)))
