@@ -331,3 +331,23 @@ def test_verifier_min_matches():
     assert Verifier.signature(sigs, 0.71).min_matches == 8
     assert Verifier.signature(np.zeros((1, 128), dtype=np.uint32), 0.8).min_matches == 103
     assert Verifier.signature(np.zeros((1, 100), dtype=np.uint32), 0.9).min_matches == 90
+
+
+def test_next_band_sorted_on_a_thread_gives_the_same_result(monkeypatch):
+    """Large inputs sort band b+1 on a thread while band b is verified: same roots, pairs, stats."""
+    import neardup.candidates as cand
+
+    k = 64
+    values = planted_signatures(seed=8, groups=30, copies=3, k=k, singles=50, empties=0)
+    params = params_for(0.8, k)
+    keys = band_keys(values, params.bands, params.rows)
+    candidates = np.arange(len(values))
+    verifier = Verifier.signature(values, 0.8)
+    plain = [find_clusters(keys, candidates, verifier, want_pairs=w) for w in (False, True)]
+    monkeypatch.setattr(cand, "_PREFETCH_MIN", 0)
+    threaded = [find_clusters(keys, candidates, verifier, want_pairs=w) for w in (False, True)]
+    for a, b in zip(plain, threaded):
+        assert np.array_equal(a.root, b.root)
+        assert a.stats == b.stats
+    assert np.array_equal(plain[1].pairs_a, threaded[1].pairs_a)
+    assert np.array_equal(plain[1].pairs_b, threaded[1].pairs_b)

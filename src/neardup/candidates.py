@@ -21,6 +21,7 @@ Two outputs, the same clusters:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import math
@@ -28,6 +29,7 @@ import math
 import numba as nb
 import numpy as np
 
+from ._sorting import radix_sort_with
 from .cluster import find, new_forest, roots, union
 from .measures import jaccard_sorted
 
@@ -202,9 +204,30 @@ def bucket_members(keys: np.ndarray, band: int, candidates: np.ndarray):
     """Documents of ``candidates`` ordered by their key in ``band`` (ties by index), and the
     [start, end) bounds of every bucket with two or more of them."""
     band_keys = keys[candidates, band]
-    order = np.argsort(band_keys, kind="stable")
-    starts, ends = _bucket_bounds(band_keys[order])
-    return candidates[order], starts, ends
+    members = np.array(candidates, dtype=np.int64)
+    radix_sort_with(band_keys, members)
+    starts, ends = _bucket_bounds(band_keys)
+    return members, starts, ends
+
+
+_PREFETCH_MIN = 100_000  # candidates from which sorting the next band on a thread pays off
+
+
+def _bands(keys: np.ndarray, candidates: np.ndarray):
+    """``bucket_members`` of every band in order; for large inputs the next band is sorted on a
+    thread (the sort releases the GIL) while the caller verifies the current one."""
+    nbands = keys.shape[1]
+    if len(candidates) < _PREFETCH_MIN or nbands < 2:
+        for band in range(nbands):
+            yield bucket_members(keys, band, candidates)
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(bucket_members, keys, 0, candidates)
+        for band in range(nbands):
+            current = pending.result()
+            if band + 1 < nbands:
+                pending = pool.submit(bucket_members, keys, band + 1, candidates)
+            yield current
 
 
 def in_buckets(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -234,8 +257,7 @@ def find_clusters(keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, 
     pb = np.empty(0, dtype=np.int64)
     ps = np.empty(0, dtype=np.float64)
     npairs = 0
-    for band in range(keys.shape[1]):
-        members, starts, ends = bucket_members(keys, band, candidates)
+    for band, (members, starts, ends) in enumerate(_bands(keys, candidates)):
         buckets += len(starts)
         if want_pairs:
             pa, pb, ps, npairs, c = _pairs_band(band, keys, members, starts, ends, parent, pa, pb, ps, npairs,
