@@ -69,7 +69,7 @@ __all__ = [
     "write_table",
 ]
 
-_BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
+_BLOCK = 1 << 23  # bytes of (decompressed) input split into lines at a time
 _TXT_BLOCK_FILES = 256  # .txt/.html files per yielded chunk
 _TEXT_SUFFIXES = (".txt",)
 _HTML_SUFFIXES = (".html", ".htm")
@@ -466,16 +466,56 @@ def _json_error(path: str, line: int, raw: bytes, exc: orjson.JSONDecodeError) -
     )
 
 
+def _parse_record(line: bytes, path: str, lineno: int, pol: _Policy) -> tuple[str, str, dict] | None:
+    """(id, text, object) of one non-blank JSONL line, or None after ``pol.reject``-ing it."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        pol.reject(_json_error(path, lineno, line, exc))
+        return None
+    if type(obj) is not dict:
+        pol.reject(InputError(path, lineno, f"expected a JSON object per line, got {_kind(obj)}",
+                              reason="not a JSON object"))
+        return None
+    text = obj.get(pol.text_field, _MISSING)
+    if type(text) is not str:
+        if text is _MISSING:
+            pol.reject(_missing_text(path, lineno, obj, pol.text_field))
+        else:
+            pol.reject(_text_not_str(path, lineno, text, pol.text_field))
+        return None
+    id_field = pol.id_field
+    if id_field is None:
+        doc_id = obj.get("id")
+        if doc_id is None:
+            doc_id = f"{path}:{lineno}"
+        elif type(doc_id) is not str:
+            doc_id = str(doc_id)
+    else:
+        doc_id = obj.get(id_field)
+        if doc_id is None:
+            pol.reject(_missing_id(path, lineno, obj, id_field, id_field in obj))
+            return None
+        if type(doc_id) is not str:
+            doc_id = str(doc_id)
+    return doc_id, text, obj
+
+
 def _scan_jsonl(path: str, pol: _Policy, full: bool) -> Iterator[_Chunk]:
-    """JSON Lines. payload (full): (raw line bytes, parsed dicts) of the valid records."""
+    """JSON Lines. payload (full): (raw line bytes, parsed dicts) of the valid records.
+
+    Without ``full``, each block goes through :func:`neardup.jsonl_scan.scan_block` (one kernel
+    call finds and unescapes the text and id of every ordinary line); the lines it declines are
+    parsed here with orjson, which also words the errors. Both give the same records.
+    """
     stream = _open_input(path, pol)
     if stream is None:
         return
-    loads = orjson.loads
-    decode_error = orjson.JSONDecodeError
-    text_field, id_field = pol.text_field, pol.id_field
     lineno = 0
     with stream:
+        if not full:
+            yield from _scan_jsonl_blocks(stream, path, pol)
+            return
         for block in _line_blocks(stream, path, pol):
             ids: list[str] = []
             texts: list[str] = []
@@ -485,48 +525,58 @@ def _scan_jsonl(path: str, pol: _Policy, full: bool) -> Iterator[_Chunk]:
                 lineno += 1
                 if not line or line.isspace():
                     continue
-                try:
-                    obj = loads(line)
-                except decode_error as exc:
-                    pol.reject(_json_error(path, lineno, line, exc))
-                    continue
-                if type(obj) is not dict:
-                    pol.reject(
-                        InputError(
-                            path,
-                            lineno,
-                            f"expected a JSON object per line, got {_kind(obj)}",
-                            reason="not a JSON object",
-                        )
-                    )
-                    continue
-                text = obj.get(text_field, _MISSING)
-                if type(text) is not str:
-                    if text is _MISSING:
-                        pol.reject(_missing_text(path, lineno, obj, text_field))
-                    else:
-                        pol.reject(_text_not_str(path, lineno, text, text_field))
-                    continue
-                if id_field is None:
-                    doc_id = obj.get("id")
-                    if doc_id is None:
-                        doc_id = f"{path}:{lineno}"
-                    elif type(doc_id) is not str:
-                        doc_id = str(doc_id)
-                else:
-                    doc_id = obj.get(id_field)
-                    if doc_id is None:
-                        pol.reject(_missing_id(path, lineno, obj, id_field, id_field in obj))
-                        continue
-                    if type(doc_id) is not str:
-                        doc_id = str(doc_id)
-                ids.append(doc_id)
-                texts.append(text)
-                if full:
+                record = _parse_record(line, path, lineno, pol)
+                if record is not None:
+                    ids.append(record[0])
+                    texts.append(record[1])
                     raws.append(line)
-                    objs.append(obj)
+                    objs.append(record[2])
             if ids:
-                yield _Chunk(ids, texts, (raws, objs) if full else None)
+                yield _Chunk(ids, texts, (raws, objs))
+
+
+def _scan_jsonl_blocks(stream, path: str, pol: _Policy) -> Iterator[_Chunk]:
+    """The records of an open JSONL stream, a block at a time, via the scanning kernel."""
+    from .jsonl_scan import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK, scan_block
+
+    text_key = pol.text_field.encode("utf-8", "surrogatepass")
+    id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
+    base = 0  # lines before this block
+    out = None  # the kernel's output buffer, reused block after block
+    for block in _raw_blocks(stream, path, pol):
+        r = scan_block(block, text_key, id_key, out)
+        out = r.out
+        status = r.status
+        if pol.id_field is not None:  # a missing id is an error: orjson's path words it
+            status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
+        ok = np.flatnonzero(status == OK)
+        out, raw = memoryview(r.out), memoryview(block)
+        texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
+        kinds = r.id_kind[ok].tolist()
+        lines = (ok + (base + 1)).tolist()
+        ids = [f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else
+               str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
+               for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())]
+        declined = np.flatnonzero(status == FALLBACK)
+        if len(declined):
+            ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
+        base += len(status)
+        if ids:
+            yield _Chunk(ids, texts, None)
+
+
+def _merge_declined(block: bytes, r, ok: np.ndarray, declined: np.ndarray, ids: list[str], texts: list[str],
+                    path: str, base: int, pol: _Policy) -> tuple[list[str], list[str]]:
+    """Parse the lines the kernel declined and put their records among the others, in line order."""
+    parsed: dict[int, tuple[str, str]] = {}
+    for i in declined.tolist():
+        record = _parse_record(block[r.line_start[i]:r.line_end[i]], path, base + i + 1, pol)
+        if record is not None:
+            parsed[i] = record[:2]
+    if not parsed:
+        return ids, texts
+    order = sorted([*zip(ok.tolist(), ids, texts), *((i, d, t) for i, (d, t) in parsed.items())])
+    return [d for _, d, _ in order], [t for _, _, t in order]
 
 
 def _copy_kept_jsonl(path: str, pol: _Policy, keep: np.ndarray, start: int, sink: "_JsonlSink") -> int:
