@@ -582,3 +582,203 @@ def test_random_operation_sequences_match_the_model(data):
         q = pool[int(rng.integers(pool.shape[0]))]
         assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
         assert len(index) == len(model)
+
+
+# ---------------------------------------------------------------------------------------------
+# LSHIndex internals: the bucket directory of each run, the single-query fast paths
+
+from neardup.lsh import _BandTables, _fill_directory  # noqa: E402
+
+
+def _directory_reference(keys: np.ndarray, bits: int) -> np.ndarray:
+    """dir[t] = the first position whose top ``bits`` bits are >= t, for t = 0..2^bits."""
+    top = keys >> np.uint64(64 - bits)
+    return np.searchsorted(top, np.arange(2**bits + 1, dtype=np.uint64), side="left")
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [],
+        [0],
+        [MASK],
+        [0, MASK],
+        [0, 0, 0, MASK, MASK],
+        [7] * 100,  # all equal: one bucket holds everything
+        [MASK] * 50,
+        sorted(random.Random(3).getrandbits(64) for _ in range(1000)),
+        sorted([0] * 20 + [1 << 63] * 20 + [MASK] * 20 + [random.Random(4).getrandbits(64) for _ in range(40)]),
+    ],
+)
+@pytest.mark.parametrize("bits", [1, 2, 5, 10])
+def test_directory_matches_its_definition(keys, bits):
+    keys = np.array(keys, dtype=np.uint64)
+    out = np.full(2**bits + 1, 12345, dtype=np.uint32)
+    _fill_directory(keys, 64 - bits, out)
+    np.testing.assert_array_equal(out, _directory_reference(keys, bits))
+
+
+def _check_tables(t: _BandTables) -> None:
+    """Every run is sorted per band and its directory matches the definition."""
+    assert t.runs.shape[0] == t.bounds.shape[0] - 1
+    start = 0
+    for k, (lo, hi, s, shift) in enumerate(t.runs.tolist()):
+        assert (lo, hi) == (t.bounds[k], t.bounds[k + 1]) and s == start
+        bits = 64 - shift
+        assert bits == max(1, (hi - lo).bit_length() - 1)
+        for j in range(t.keys.shape[0]):
+            run = t.keys[j, lo:hi]
+            assert (run[:-1] <= run[1:]).all()
+            np.testing.assert_array_equal(t.dirs[j, s : s + 2**bits + 1], _directory_reference(run, bits))
+        start = s + 2**bits + 1
+
+
+def test_band_tables_directories_after_appends_merges_and_compaction():
+    rng = np.random.default_rng(0)
+    t = _BandTables(3)
+    _check_tables(t)
+    extremes = np.array([[0, MASK, 0], [MASK, 0, MASK], [0, 0, 0]], dtype=np.uint64)
+    n = 0
+    for size in [1, 2, 3, 50, 7, 1, 400, 5, 5, 5]:
+        keys = rng.integers(0, 2**64 - 1, size=(size, 3), dtype=np.uint64, endpoint=True)
+        keys[: min(size, 3)] = extremes[: min(size, 3)]
+        t.append(keys, np.arange(n, n + size, dtype=np.uint32))
+        n += size
+        _check_tables(t)
+    remap = np.where(rng.random(n) < 0.5, 1, -1)
+    remap[remap >= 0] = np.arange((remap >= 0).sum())
+    t.compact(remap.astype(np.int64))
+    _check_tables(t)
+    assert t.runs.shape[0] == 1
+    t.compact(np.full(n, -1, dtype=np.int64))  # everything removed: one empty run
+    _check_tables(t)
+    assert t.size == 0
+
+
+def test_equal_keys_fill_one_bucket_and_neighbours_are_still_found():
+    """1000 identical rows share every band key (one bucket of > 16 keys: a binary search in the
+    bucket); about 8 of the 1000 random rows put a band key in that same bucket."""
+    rng = np.random.default_rng(21)
+    same = np.tile(rng.integers(0, 2**32 - 1, size=K, dtype=np.uint32), (1000, 1))
+    other = rng.integers(0, 2**32 - 1, size=(1000, K), dtype=np.uint32)
+    rows = np.vstack([same[:500], other, same[500:]])
+    index = LSHIndex(0.5, K, bands=B, rows=R)
+    index.add(range(rows.shape[0]), rows)
+    model = dict(zip(range(rows.shape[0]), rows))
+    assert index.query(same[0], min_similarity=0.0) == _brute_query(model, same[0], 0.0)
+    assert len(index.query(same[0], min_similarity=0.0)) == 1000  # more than one result buffer
+    assert index.query(same[0], limit=300) == _brute_query(model, same[0], 0.5)[:300]
+    for q in other:
+        assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
+
+
+def _brute_multi(models: list[dict], q, min_similarity):
+    return _brute_query({k: v for m in models for k, v in m.items()}, q, min_similarity)
+
+
+@pytest.mark.parametrize("keys_kind", ["int", "str", "mixed", "bigint", "bool", "numpy"])
+def test_keys_of_every_kind_over_runs_removals_and_compaction(keys_kind):
+    """Single queries return the very keys given (type included), whatever the key kinds, while
+    rows are added in several runs, removed, compacted and re-added."""
+    rows = np.vstack([_dataset(31, n=900), _dataset(32, n=900)])
+    n = rows.shape[0]
+
+    def key(i):
+        if keys_kind == "str" or (keys_kind == "mixed" and i >= n // 2):
+            return f"k{i}"
+        if keys_kind == "bigint":
+            return i + (2**70 if i % 3 == 0 else -(2**62))
+        if keys_kind == "bool":
+            return (i, True) if i > 1 else bool(i)
+        if keys_kind == "numpy":
+            return np.int64(i)
+        return i * 7 - 5000
+
+    keys = [key(i) for i in range(n)]
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    model: dict = {}
+    rng = np.random.default_rng(8)
+    for lo, hi in [(0, 100), (100, 101), (101, n // 2), (n // 2, n // 2 + 300), (n // 2 + 300, n)]:
+        index.add(keys[lo:hi], rows[lo:hi])
+        model.update(zip(keys[lo:hi], rows[lo:hi]))
+    queries = _queries(rng, rows, 40)
+    for q in queries:
+        got = index.query(q, min_similarity=0.0)
+        assert got == _brute_query(model, q, 0.0)
+        assert [type(k) for k, _ in got] == [type(k) for k, _ in _brute_query(model, q, 0.0)]
+    gone = [keys[i] for i in rng.choice(n, size=n - 300, replace=False)]
+    index.remove(gone)  # more than half: compacts
+    for k in gone:
+        del model[k]
+    assert len(index._keys) == len(model)
+    back = gone[:50]
+    index.add(back, np.array([rows[keys.index(k)] for k in back]))
+    model.update((k, rows[keys.index(k)]) for k in back)
+    for q in queries:
+        assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
+        assert index.query(q) == _brute_query(model, q, 0.6)
+    assert index.query_batch(queries, min_similarity=0.0) == [index.query(q, min_similarity=0.0) for q in queries]
+
+
+def test_query_accepts_every_form_of_one_signature():
+    rows = _dataset(41)
+    scheme = MinHashScheme(num_perm=K, seed=1)
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    index.add(range(rows.shape[0]), Signatures(rows, scheme))
+    model = dict(zip(range(rows.shape[0]), rows))
+    for q in _queries(np.random.default_rng(41), rows, 20):
+        want = _brute_query(model, q, 0.0)
+        strided = np.repeat(q, 2)[::2]
+        readonly = q.copy()
+        readonly.flags.writeable = False
+        forms = [
+            q,
+            q.copy(),
+            strided,
+            readonly,
+            q[None, :],
+            np.asfortranarray(q[None, :]),
+            Signatures(q[None, :].copy(), scheme),
+            Signatures(q[None, :].copy(), MinHashScheme(num_perm=K, seed=1)),  # equal, not identical
+            Signatures(readonly[None, :], scheme),
+        ]
+        for form in forms:
+            assert index.query(form, min_similarity=0.0) == want
+    with pytest.raises(ValueError, match="1-D row"):
+        index.query(Signatures(rows[:2], scheme))
+    with pytest.raises(TypeError, match="uint32"):
+        index.query(rows[0].astype(">u4"))
+    with pytest.raises(TypeError, match="uint32"):
+        index.query(rows[0].astype(np.int64))
+    with pytest.raises(TypeError, match="min_similarity"):
+        index.query(rows[0], min_similarity=True)
+    with pytest.raises(ValueError, match="min_similarity"):
+        index.query(rows[0], min_similarity=float("nan"))
+    assert index.query(rows[0], min_similarity=0) == index.query(rows[0], min_similarity=0.0)
+    assert index.query(rows[0], min_similarity=Fraction(3, 5)) == index.query(rows[0], min_similarity=0.6)
+
+
+def test_concurrent_single_queries_agree_with_sequential_ones():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = _dataset(51, n=400)
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    index.add([f"d{i}" for i in range(rows.shape[0])], rows)
+    queries = list(_queries(np.random.default_rng(51), rows, 200)) * 5
+    want = [index.query(q, min_similarity=0.0) for q in queries]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: index.query(q, min_similarity=0.0), queries))
+    assert got == want
+
+
+def test_queries_after_everything_is_compacted_away():
+    rows = _dataset(61, n=800)
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    index.add(range(rows.shape[0]), rows)
+    index.remove(range(rows.shape[0]))  # >= 1024 dead, none alive: compacted to one empty run
+    assert index._tables.runs.tolist() == [[0, 0, 0, 63]] and len(index) == 0
+    for q in rows[:20]:
+        assert index.query(q, min_similarity=0.0) == []
+    assert index.query_batch(rows[:20], min_similarity=0.0) == [[]] * 20
+    index.add(["again"], rows[:1])
+    assert index.query(rows[0], min_similarity=1.0) == [("again", 1.0)]
