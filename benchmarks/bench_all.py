@@ -8,11 +8,11 @@ Runs, one after the other (each prints its markdown tables and saves JSON under
 
 1. ``bench_sketch.py``  -- sketch throughput per core, neardup vs datasketch and rensa;
 2. ``bench_lsh.py``     -- LSH index on 1M signatures: build, memory, query p50/p99;
-3. ``bench_scaling.py`` -- the batch job from 10k to 1M documents, 1 and 2 workers, slope.
+3. ``bench_scaling.py`` -- the batch job from 10k to 1.4M documents (2.5 GB), 1 and 2 workers, slope.
 
-``--quick`` passes ``--quick`` to each (under a minute instead of about 12 on a 2-core machine;
-the full run also generates the 1M-document corpus the first time, about 35 s with two
-processes).
+``--quick`` passes ``--quick`` to each (under a minute instead of about 15 on a 2-core machine;
+the full run also generates the 1M- and 1.4M-document corpora the first time, about 35 s and
+60 s with two processes).
 ``--profile`` adds the py-spy profile of the largest batch run.
 """
 
