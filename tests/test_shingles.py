@@ -5,11 +5,14 @@ Properties checked:
   only k shingles");
 - the numba kernel equals a slow pure-Python reference (tokenize / char_stream, join, hash_str)
   on generated text, for word and char shingles, set and multiset modes;
-- edge cases: short documents give one shingle, empty ones none; a 5 MB document works.
+- edge cases: short documents give one shingle, empty ones none; a 5 MB document works;
+- the fast paths (vectorized fixed-width and lockstep span hashing, ASCII lookup tables,
+  lower-casing in the kernel for ``encode_for_sketch``) equal the general definitions.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -17,10 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import hash_spans, hash_str
+from neardup._hash import hash_bytes, hash_spans, hash_str
 from neardup.measures import jaccard
-from neardup.shingles import Shingling, shingle, shingle_batch
-from neardup.text import char_stream, tokenize
+from neardup.shingles import (_CHAR_LUT, _HASH_BLOCK, _LOCKSTEP_WORDS, _WORD_LUT, Shingling, _hash_fixed, _hash_starts,
+                              _kind_code, encode_for_sketch, encode_texts, shingle, shingle_batch,
+                              shingle_texts_kernel)
+from neardup.text import CHAR_CLASS, OTHER, SPACE, WORD, char_stream, tokenize
 
 # ---------------------------------------------------------------------------------------------
 # reference
@@ -259,3 +264,223 @@ def test_five_megabyte_document():
     assert len(uniq) == len(set(grams))
     # char 8-grams over the same text: one per position
     assert len(shingle(text, Shingling("char", 8), unique=False)) == len(text) - 7
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast paths equal the general ones
+
+def _spans_ref(buf: np.ndarray, starts, ends) -> list[int]:
+    return [hash_bytes(bytes(buf[s:e])) for s, e in zip(starts, ends)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.integers(1, 24))
+def test_hash_fixed_equals_hash_bytes(data, n):
+    """``_hash_fixed`` (every n-byte window, vectorized; n = 1..24 crosses the one-word,
+    two-word and lockstep paths) equals hash_bytes of each window, whatever lies past the end."""
+    if len(data) < n:
+        return
+    m = len(data) - n + 1
+    buf = np.frombuffer(data + bytes(range(200, 224)), dtype=np.uint8).copy()
+    out = np.zeros(m + 3, dtype=np.uint64)
+    _hash_fixed(buf, m, n, out, 3 if m > 3 else 0)
+    at = 3 if m > 3 else 0
+    assert out[at:at + m].tolist() == _spans_ref(buf, range(m), range(n, n + m))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=60), min_size=1, max_size=700), st.integers(1, 6),
+       st.integers(0, 1))
+def test_hash_starts_equals_hash_bytes(units, n, cut):
+    """``_hash_starts`` (spans of n units hashed in lockstep, blocks of 256, spans over 40 bytes
+    finished one by one) equals hash_bytes of each span ``buf[pos[s]:pos[s + n] - cut]``."""
+    if cut:
+        units = [u + b" " for u in units]
+    if len(units) < n:
+        return
+    pos = np.zeros(len(units) + 1, dtype=np.int64)
+    np.cumsum([len(u) for u in units], out=pos[1:])
+    raw = b"".join(units)
+    buf = np.zeros(((2 * len(raw) + 24) // 8 + 1) * 8, dtype=np.uint8)
+    buf[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    buf[len(raw):] = 0xA5
+    m = len(units) - n + 1
+    out = np.zeros(m, dtype=np.uint64)
+    _hash_starts(buf, buf.view(np.uint64), pos, m, n, cut, out, 0, np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), np.uint64))
+    assert out.tolist() == _spans_ref(buf, pos[:m], pos[n:n + m] - cut)
+
+
+def test_ascii_tables_agree_with_the_class_table():
+    """The ASCII byte maps used by the first pass agree with CHAR_CLASS and with str.lower, and
+    with the byte ranges the 64-byte steps test (separators <= 32 and DEL; words 0-9, A-Z, a-z)."""
+    for c in range(128):
+        cls = CHAR_CLASS[c]
+        assert (_WORD_LUT[0, c] != 32) == (cls == WORD) == chr(c).isalnum()
+        assert (_CHAR_LUT[0, c] == 32) == (cls in (SPACE, OTHER) or c == 32) == (c <= 32 or c == 127)
+        for lut in (_WORD_LUT, _CHAR_LUT):
+            if lut[0, c] != 32:
+                assert lut[0, c] == c and lut[1, c] == ord(chr(c).lower())
+
+
+_ascii_texts = st.text(alphabet=st.sampled_from(list("abcXYZ Q  \t\n\r.,;!-'_09\x00\x1f\x7f")), max_size=120)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ascii_texts, st.integers(1, 20), st.booleans(), st.booleans(), st.booleans())
+def test_ascii_kernels_equal_reference(text, n, char, strip, casefold):
+    """All-ASCII texts (the first pass's lookup-table paths, upper case lowered in the kernel,
+    char n = 1..20) give the reference shingles."""
+    sh = Shingling("char" if char else "word", n, strip_punctuation=strip, casefold=casefold)
+    assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(_ascii_texts, _texts), max_size=8),
+       st.sampled_from([Shingling("word", 5), Shingling("char", 5), Shingling("char", 3, strip_punctuation=True),
+                        Shingling("word", 2, casefold=False), Shingling("char", 4, nfkc=False),
+                        Shingling("char", 9, casefold=False)]))
+def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
+    """``encode_for_sketch`` (ASCII texts keep their case, the kernel lowers them) gives the same
+    shingles, and so the same signatures, as ``encode_texts`` (bytes already lowered)."""
+    code = _kind_code(sh)
+    lean = shingle_texts_kernel(*encode_for_sketch(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
+    full = shingle_texts_kernel(*encode_texts(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
+    assert lean[0].tolist() == full[0].tolist() and lean[1].tolist() == full[1].tolist()
+    data, offsets = encode_for_sketch(texts, sh)
+    raw, raw_offsets = encode_texts(texts, sh)
+    assert offsets.tolist() == raw_offsets.tolist()
+    assert (bytes(data).lower() if sh.casefold else bytes(data)) == bytes(raw)
+
+
+@pytest.mark.parametrize("text", ["\u00c9T\u00c9 caf\u00e9", "Stra\u00dfe STRASSE", "\u0130stanbul", "\u03a3\u039f\u03a3 \u03c3\u03bf\u03c2",
+                                  "\ufb01sh \u212a \u017f", "ab\ud800CD", "\u00e9\u00fc \u2014 \u201cQ\u201d \u00a9",
+                                  "\uff26\uff55\uff4c\uff4c", "\U00010400\U00010428 Deseret"])
+@pytest.mark.parametrize("nfkc, casefold", [(True, True), (False, True), (True, False), (False, False)])
+def test_encode_for_sketch_differs_in_ascii_case_only(text, nfkc, casefold):
+    """Non-ASCII texts: casefold is skipped only when every non-ASCII character folds to itself,
+    so the bytes equal ``encode_texts``' up to ASCII case (which the kernels lower)."""
+    sh = Shingling("word", 2, nfkc=nfkc, casefold=casefold)
+    data, _ = encode_for_sketch([text, "ASCII Too"], sh)
+    raw, _ = encode_texts([text, "ASCII Too"], sh)
+    assert (bytes(data).lower() if casefold else bytes(data)) == bytes(raw)
+    assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)
+
+
+def test_long_word_shingles_and_many_per_document():
+    """Word shingles longer than the lockstep words (40 bytes) and documents with more
+    shingles than a hashing block (256) match the reference."""
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.choice([1, 3, 7, 8, 9, 15, 16, 17, 30])))
+             for _ in range(900)]
+    text = " ".join(words)
+    for n in (1, 3, 5, 8):
+        sh = Shingling("word", n)
+        assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)
+    text = "\u0436\u00e9 " + text  # non-ASCII: character spans of varying byte lengths
+    for n in (5, 12):
+        sh = Shingling("char", n)
+        assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)
+
+
+def _ref_chars64(doc: bytes, lower: bool):
+    """The character stream rule on whole 64-byte steps, written byte by byte (no leading skip)."""
+    out, prev = bytearray(), 0
+    for c in doc:
+        sep = c <= 32 or c == 127
+        if not (sep and prev):
+            out.append(32 if sep else (c | 32 if lower and 65 <= c <= 90 else c))
+        prev = int(sep)
+    return bytes(out), prev
+
+
+def _ref_words64(doc: bytes, lower: bool):
+    """Word tokens each followed by one space, and where each starts, byte by byte."""
+    out, starts, prev = bytearray(), [], 0
+    for c in doc:
+        w = chr(c).isascii() and chr(c).isalnum()
+        if w and not prev:
+            starts.append(len(out))
+        if w or prev:
+            out.append((c | 32 if lower and 65 <= c <= 90 else c) if w else 32)
+        prev = int(w)
+    return bytes(out), starts, prev
+
+
+@functools.lru_cache(maxsize=None)
+def _steps_runner(native: bool):
+    """A function running ``_chars64`` and ``_words64`` over a document, compiled with the
+    native (vpcompressb) code or with LLVM's generic vector compress that other CPUs get."""
+    import numba as nb
+
+    import neardup.shingles as sh_mod
+
+    @nb.njit
+    def run(doc, buf, tok, lowbit):
+        blen, prev, i = 0, 0, 0
+        while i + 64 <= doc.shape[0]:
+            blen, prev = sh_mod._chars64(doc, i, buf, blen, prev, lowbit)
+            i += 64
+        wlen, nt, wprev, i = 0, 0, 0, 0
+        wbuf = np.zeros(buf.shape[0], dtype=np.uint8)
+        while i + 64 <= doc.shape[0]:
+            wlen, nt, wprev = sh_mod._words64(doc, i, wbuf, tok, wlen, nt, wprev, lowbit)
+            i += 64
+        return blen, prev, wbuf, wlen, nt, wprev
+
+    old = sh_mod.SIMD64
+    sh_mod.SIMD64 = native and old
+    try:  # compile now, while the flag is set
+        run(np.zeros(64, np.uint8), np.zeros(128, np.uint8), np.zeros(66, np.int64), np.uint8(0))
+    finally:
+        sh_mod.SIMD64 = old
+    return run
+
+
+@pytest.mark.parametrize("native", [True, False])
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=64, max_size=256).map(lambda b: bytes(x & 0x7F for x in b[:len(b) // 64 * 64])),
+       st.booleans())
+def test_64_byte_steps_equal_the_byte_rules(native, doc, lower):
+    """``_chars64`` and ``_words64`` (64 ASCII bytes a step with vpcompressb; with ``native``
+    False, LLVM's generic vector compress that other CPUs compile) follow the byte-by-byte rules."""
+    arr = np.frombuffer(doc, dtype=np.uint8)
+    buf = np.zeros(len(doc) + 64, dtype=np.uint8)
+    tok = np.zeros(len(doc) + 2, dtype=np.int64)
+    blen, prev, wbuf, wlen, nt, wprev = _steps_runner(native)(arr, buf, tok, np.uint8(32 if lower else 0))
+    chars, cprev = _ref_chars64(doc, lower)
+    assert (bytes(buf[:blen]), prev) == (chars, cprev)
+    words, starts, pw = _ref_words64(doc, lower)
+    assert (bytes(wbuf[:wlen]), tok[:nt].tolist(), wprev) == (words, starts, pw)
+
+
+_long_ascii = st.text(alphabet=st.sampled_from(list("abX   \t\n.,-9")), min_size=60, max_size=200)
+_mixed_texts = st.lists(st.one_of(_long_ascii, _texts, st.sampled_from(["\u00e9", "\u4eac\u90fd", "\u00a0", "\u00ad",
+                                                                       "\u200b", "\u0301", "\u3000", " \u00c9T\u00c9 "])),
+                        max_size=12).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_mixed_texts, st.integers(1, 8), st.booleans(), st.booleans(), st.booleans())
+def test_long_mixed_texts_equal_reference(text, n, char, strip, casefold):
+    """Texts with long ASCII stretches between non-ASCII characters (the 64-byte steps inside a
+    text that is not all ASCII, resumed and left at any character class) give the reference shingles."""
+    sh = Shingling("char" if char else "word", n, strip_punctuation=strip, casefold=casefold)
+    assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)
+
+
+def test_generated_mixed_documents_equal_reference():
+    """Long generated documents: ASCII words, punctuation, case and runs of separators with
+    non-ASCII characters of every class at random places, one every 20 to 400 characters."""
+    rng = random.Random(11)
+    pieces = ["word", "Other", "UPPER", "x9", "  ", "\n\n", ", ", "--", "\t", "a.b", "\x7f", "\x01"]
+    rare = ["\u00e9", "\u00c9", "\u4eac", "\u00a0", "\u00ad", "\u200b", "\u0301", "\u3000", "\u00df", "\u2014", "\ufb01"]
+    for _ in range(30):
+        out = []
+        while sum(map(len, out)) < 3000:
+            out.append(rng.choice(pieces) + " " * rng.randint(0, 1))
+            if rng.random() < 0.04:
+                out.append(rng.choice(rare))
+        text = "".join(out)
+        for sh in (Shingling("word", 5), Shingling("word", 1), Shingling("char", 5), Shingling("char", 2),
+                   Shingling("char", 5, strip_punctuation=True), Shingling("char", 11, casefold=False)):
+            assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)

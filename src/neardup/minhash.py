@@ -32,7 +32,7 @@ import numpy as np
 from ._hash import MASK64, hash_ints, hash_spans, splitmix64
 from .errors import IncompatibleSketchError
 from .oph import OPH_FAMILY, oph_csr_kernel, oph_params, oph_sequence
-from .shingles import Shingling, _kind_code, encode_texts, fold_minhash, minhash_texts_kernel, oph_texts_kernel
+from .shingles import Shingling, _kind_code, encode_for_sketch, fold_minhash, minhash_texts_kernel, oph_texts_kernel
 from .text import CHAR_CLASS
 
 FORMAT_VERSION = 1
@@ -331,12 +331,13 @@ class MinHasher:
     def sign_texts_with_counts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Raw signatures (uint32[n, K]) and the number of shingles of each text (int64[n])."""
         sh = self._text_shingling()
-        data, offsets = encode_texts(texts, sh)
+        data, offsets = encode_for_sketch(texts, sh)
         return self.sign_encoded(data, offsets[:-1], offsets[1:])
 
     def sign_encoded(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw signatures and shingle counts of the texts ``data[starts[i]:ends[i]]``, already
-        normalized and UTF-8 encoded (as :func:`neardup.shingles.encode_texts` packs them)."""
+        normalized and UTF-8 encoded (as :func:`neardup.shingles.encode_texts` or
+        :func:`~neardup.shingles.encode_for_sketch` packs them)."""
         sh = self._text_shingling()
         values = np.empty((len(starts), self.scheme.num_perm), dtype=np.uint32)
         counts = np.empty(len(starts), dtype=np.int64)

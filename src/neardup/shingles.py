@@ -9,13 +9,16 @@ shingle set equals the hashes of the shingle strings one would write by hand, an
 A document with fewer than n tokens (or characters) but at least one yields a single shingle of
 all of them, so that short documents still compare; an empty document yields the empty set.
 
-Kernels stream over the UTF-8 bytes once per document, keeping the start positions of the last
-n tokens in a ring, so no Python object is made per token or shingle. The same inner loop either
-writes shingle hashes out (for exact similarity) or folds them straight into a MinHash signature.
+Kernels take each document in two passes and make no Python object per token or shingle: the
+first copies the normalized units into a buffer (tokens each followed by one space, or the
+character stream; ASCII through lookup tables, or 64 bytes a step with AVX-512 VBMI2), the second
+hashes every run of n units (vectorized across shingles). The hashes are then folded into a
+MinHash or OPH signature, or written out.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -23,10 +26,29 @@ import numba as nb
 import numpy as np
 
 from ._hash import P1, P2, SEED, fmix64, hash_span_words, rotl64
+from ._simd import SIMD64, _ascii64, _chars64, _chars64_pos, _hash8_short, _words64
 from .oph import densify, oph_fold, oph_fold_many
 from .text import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD, normalize
 
 _WORD_KIND, _CHAR_KIND = 0, 1
+_LOWER_ASCII = 2  # flag on the kind code: the kernel lower-cases ASCII A-Z itself
+
+
+def _ascii_luts(keep: tuple[int, ...]) -> np.ndarray:
+    """uint8[2, 128]: ASCII bytes whose class is in ``keep`` as they are (row 0) or lower-cased
+    (row 1), every other byte as a space."""
+    lut = np.full((2, 128), 32, dtype=np.uint8)
+    for c in range(128):
+        if CHAR_CLASS[c] in keep:
+            lut[0, c] = c
+            lut[1, c] = ord(chr(c).lower())
+    return lut
+
+
+_CHAR_LUT = _ascii_luts((WORD, PUNCT, IDEOGRAPH, IGNORE))
+"""Character streams: separators (classes SPACE and OTHER) become spaces."""
+_WORD_LUT = _ascii_luts((WORD,))
+"""Word tokens: every byte that is not part of a word becomes a space."""
 _EMIT_HASHES, _EMIT_MINHASH, _EMIT_OPH = 0, 1, 2
 
 
@@ -77,6 +99,72 @@ def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
+_ASCII_BYTES = bytes(range(128))
+_ENCODE_CHUNK = 256
+
+
+def _encode_lean(text: str, nfkc: bool, casefold: bool) -> bytes:
+    """:func:`neardup.text.normalize`'d UTF-8 bytes of a non-ASCII text, up to ASCII case.
+
+    ``str.casefold`` costs about 4 ns a character, ASCII ones included. It acts on each
+    character alone, and on ASCII it is lower-casing, which the kernels do; so when every
+    non-ASCII character of the text folds to itself (the common case: accented lower-case
+    letters, quotes, dashes), the NFKC form is encoded as it is. The non-ASCII characters are
+    found by deleting the ASCII bytes from the encoding (``bytes.translate``, C speed).
+    """
+    if nfkc:
+        text = unicodedata.normalize("NFKC", text)
+    data = text.encode("utf-8", "surrogatepass")
+    if casefold:
+        rest = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+        if rest.casefold() != rest:
+            data = text.casefold().encode("utf-8", "surrogatepass")
+    return data
+
+
+def encode_for_sketch(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_texts` for the shingling kernels only: the bytes may keep ASCII upper case.
+
+    The kernels lower-case ASCII A-Z themselves when the kind code carries ``_LOWER_ASCII``
+    (:func:`_kind_code` sets it when the shingling folds case), as they copy each byte, so the
+    shingles are those of :func:`encode_texts`' bytes. That saves ``bytes.lower`` on ASCII
+    texts and most ``str.casefold`` calls on the others (:func:`_encode_lean`), both with the
+    GIL held; runs of consecutive ASCII texts are joined as one string and encoded with one
+    call, not one per text. Texts go in chunks of :data:`_ENCODE_CHUNK`, each looked at once
+    for its length and ASCII-ness and then joined while its string objects are still in cache
+    and TLB (touching 20,000 cold string objects costs about 150 ns each here). The bytes
+    differ from :func:`encode_texts`' in ASCII case only, so this must not feed anything that
+    hashes them raw (the exact pre-pass).
+    """
+    if not isinstance(texts, list):
+        texts = list(texts)
+    n = len(texts)
+    nfkc, casefold = shingling.nfkc, shingling.casefold
+    lengths = np.empty(n, dtype=np.int64)
+    pieces = []
+    for a in range(0, n, _ENCODE_CHUNK):
+        part = texts[a:a + _ENCODE_CHUNK]
+        others = []
+        for i, t in enumerate(part):
+            lengths[a + i] = len(t)
+            if not t.isascii():
+                others.append(i)
+        done = 0
+        for i in others:
+            if i > done:
+                pieces.append("".join(part[done:i]).encode("ascii"))
+            b = _encode_lean(part[i], nfkc, casefold)
+            pieces.append(b)
+            lengths[a + i] = len(b)
+            done = i + 1
+        if done < len(part):
+            pieces.append("".join(part[done:]).encode("ascii"))
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(data, dtype=np.uint8), offsets
+
+
 @nb.njit(inline="always", cache=True)
 def _decode(data, i, end):
     """The code point starting at ``data[i]`` and the index after it (U+FFFD on bad bytes)."""
@@ -96,15 +184,15 @@ def _decode(data, i, end):
 
 
 @nb.njit(inline="always", cache=True)
-def _hash_span(words, start, end):
-    """``hash_span_words(words, start, end)`` (same value), for the kernels below.
+def _span_steps(words, start, end, h):
+    """nd64's word steps over ``buf[start:end]`` (``words`` its uint64 view) from state ``h``,
+    without the finaliser.
 
     Indices are unsigned (numba then emits no negative-index fix-up), the unaligned words come
     from two loads and a funnel shift whose shift-by-64 case is split in two steps, and the
     trailing partial word is folded with a select rather than a branch. It reads up to 16 bytes
     past ``end``, so the buffer must extend that far.
     """
-    h = SEED
     n = end - start
     st = np.uint64(start)
     q = st >> np.uint64(3)
@@ -120,8 +208,14 @@ def _hash_span(words, start, end):
     hi = words[q + np.uint64(full + 1)]
     w = ((lo >> sh) | ((hi << np.uint64(1)) << back)) & ((np.uint64(1) << np.uint64(8 * rem)) - np.uint64(1))
     step = rotl64(h ^ (w * P1), 31) * P2
-    h = step if rem else h
-    return fmix64(h ^ np.uint64(n))
+    return step if rem else h
+
+
+@nb.njit(inline="always", cache=True)
+def _hash_span(words, start, end):
+    """``hash_span_words(words, start, end)`` (same value), for the kernels below; see
+    :func:`_span_steps`."""
+    return fmix64(_span_steps(words, start, end, SEED) ^ np.uint64(end - start))
 
 
 @nb.njit(inline="always", cache=True)
@@ -138,8 +232,68 @@ def _is_ascii(doc):
     return acc < 0x80
 
 
+@nb.njit(inline="always", cache=True)
+def _lower(c, lowbit):
+    """ASCII byte ``c`` lower-cased when ``lowbit`` is 32 (A-Z get bit 5), unchanged when 0."""
+    return c | (lowbit & np.uint8(-np.int64(np.uint64(c) - np.uint64(65) < np.uint64(26))))
+
+
+@nb.njit(inline="always", cache=True)
+def _le8(buf, i):
+    """The 8 bytes ``buf[i:i + 8]`` as a little-endian uint64.
+
+    Written as byte loads so that a loop over consecutive ``i`` vectorizes (LLVM turns it into
+    one unaligned 8-byte gather per lane)."""
+    j = np.uint64(i)
+    return (np.uint64(buf[j]) | (np.uint64(buf[j + np.uint64(1)]) << np.uint64(8))
+            | (np.uint64(buf[j + np.uint64(2)]) << np.uint64(16))
+            | (np.uint64(buf[j + np.uint64(3)]) << np.uint64(24))
+            | (np.uint64(buf[j + np.uint64(4)]) << np.uint64(32))
+            | (np.uint64(buf[j + np.uint64(5)]) << np.uint64(40))
+            | (np.uint64(buf[j + np.uint64(6)]) << np.uint64(48))
+            | (np.uint64(buf[j + np.uint64(7)]) << np.uint64(56)))
+
+
 @nb.njit(cache=True, nogil=True)
-def _word_tokens(data, start, end, table, buf, tok):
+def _hash_fixed(buf, m, n, out, at):
+    """``out[at + s] = hash_span(buf, s, s + n)`` for s in 0..m-1: every n-byte window.
+
+    Each loop handles all windows in lockstep, one 8-byte word of each at a time, so it has no
+    data-dependent branch and vectorizes (8 windows a step with AVX-512). For n <= 8 (character
+    n-grams of one byte a character) the whole hash is one step, 8 windows at a time from one
+    load (:func:`_hash8_short`). Reads up to 8 bytes past the last window.
+    """
+    full = n >> 3
+    rem = n & 7
+    nn = np.uint64(n)
+    mask = (np.uint64(1) << np.uint64(8 * rem)) - np.uint64(1)
+    if full == 0 or (full == 1 and rem == 0):
+        mask = mask if full == 0 else np.uint64(0xFFFFFFFFFFFFFFFF)
+        s = 0
+        while s + 8 <= m:
+            _hash8_short(buf, s, mask, nn, out, at)
+            s += 8
+        for s in range(s, m):
+            w = _le8(buf, s) & mask
+            out[np.uint64(at + s)] = fmix64((rotl64(SEED ^ (w * P1), 31) * P2) ^ nn)
+        return
+    for s in range(m):
+        out[np.uint64(at + s)] = rotl64(SEED ^ (_le8(buf, s) * P1), 31) * P2
+    for q in range(1, full):
+        for s in range(m):
+            h = out[np.uint64(at + s)]
+            out[np.uint64(at + s)] = rotl64(h ^ (_le8(buf, s + 8 * q) * P1), 31) * P2
+    if rem:
+        for s in range(m):
+            h = out[np.uint64(at + s)]
+            w = _le8(buf, s + 8 * full) & mask
+            out[np.uint64(at + s)] = rotl64(h ^ (w * P1), 31) * P2
+    for s in range(m):
+        out[np.uint64(at + s)] = fmix64(out[np.uint64(at + s)] ^ nn)
+
+
+@nb.njit(cache=True, nogil=True)
+def _word_tokens(data, start, end, table, buf, tok, lowbit=0):
     """Word tokens of ``data[start:end]`` into ``buf``, each followed by one space.
 
     Returns (tokens, length): token t starts at ``tok[t]``; ``tok[tokens]`` is set so that
@@ -147,30 +301,46 @@ def _word_tokens(data, start, end, table, buf, tok):
     joined by single spaces, ``buf[:length]``. ASCII bytes are handled without a branch (one
     unconditional store of the byte or a space, counters advanced by 0 or 1), so token
     boundaries cost no mispredicted branch; other bytes are decoded one code point at a time.
+    ASCII bytes go through :data:`_WORD_LUT` (non-word bytes to a space, and A-Z lower-cased
+    when ``lowbit`` is 32, see :func:`encode_for_sketch`), one load that gives both the byte to
+    store and whether it is part of a token. With AVX-512 VBMI2, ASCII goes 64 bytes a step
+    (:func:`_words64`): all of an ASCII text, and every 64-byte stretch of ASCII in others.
     """
     doc = data[start:end]
     size = doc.shape[0]
     prev = 0  # a token is open (its trailing space is not written yet)
     blen = 0
     nt = 0
+    lut = _WORD_LUT[np.int64(lowbit != 0)]
     if _is_ascii(doc):
-        for i in range(size):
-            c = doc[i]
-            w = np.int64(table[c] == WORD)
-            keep = np.uint8(-w)
-            buf[np.uint64(blen)] = (c & keep) | (np.uint8(32) & ~keep)
+        i = 0
+        if SIMD64:
+            while i + 64 <= size:
+                blen, nt, prev = _words64(doc, i, buf, tok, blen, nt, prev, lowbit)
+                i += 64
+        for i in range(i, size):
+            v = lut[_at(doc, i)]
+            w = np.int64(v != 32)
+            buf[np.uint64(blen)] = v
             tok[np.uint64(nt)] = blen
             nt += w & (prev ^ 1)
             blen += w | prev
             prev = w
     else:
         i = 0
+        stop = 0  # bytes before it go one by one (a chunk that is not all ASCII)
         while i < size:
+            if SIMD64 and i >= stop:
+                if i + 64 <= size and _ascii64(doc, i):
+                    blen, nt, prev = _words64(doc, i, buf, tok, blen, nt, prev, lowbit)
+                    i += 64
+                    continue
+                stop = i + 64
             c = _at(doc, i)
             if c < 0x80:
-                w = np.int64(table[c] == WORD)
-                keep = np.uint8(-w)
-                buf[np.uint64(blen)] = (c & keep) | (np.uint8(32) & ~keep)
+                v = lut[c]
+                w = np.int64(v != 32)
+                buf[np.uint64(blen)] = v
                 tok[np.uint64(nt)] = blen
                 nt += w & (prev ^ 1)
                 blen += w | prev
@@ -203,8 +373,104 @@ def _word_tokens(data, start, end, table, buf, tok):
     return nt, blen + prev - 1
 
 
+_LOCKSTEP_WORDS = 5
+_HASH_BLOCK = 256
+
+
+@nb.njit(cache=True, nogil=True)
+def _hash_starts(buf, words, pos, m, n, cut, out, at, scratch):
+    """``out[at + s] = hash_span(buf, pos[s], pos[s + n] - cut)`` for s in 0..m-1: the shingles
+    of n units whose starts are ``pos`` (``cut`` 1 drops a word shingle's trailing space).
+
+    nd64 is sequential within a span but independent across spans, so spans are hashed in
+    lockstep, in blocks of :data:`_HASH_BLOCK`: first each span's length and its first
+    :data:`_LOCKSTEP_WORDS` unaligned 8-byte words are copied into ``scratch`` (one load and
+    one store each), then one loop per word position folds that word into every span's state,
+    a span that has run out keeping its state through a select. Those loops read contiguous
+    rows and have no data-dependent branch, so they vectorize (8 spans a step with AVX-512);
+    gathering straight from ``buf`` does not, as LLVM cannot rule out that ``out`` overlaps it.
+    Spans longer than 40 bytes (0.3% of the benchmark corpus' word 5-grams) finish one by one. Every span
+    must be non-empty; reads stay inside ``buf``. ``scratch``: uint64[_LOCKSTEP_WORDS + 1, _HASH_BLOCK].
+    """
+    lim = buf.shape[0] - 8
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
+    lens = scratch[0]
+    for b0 in range(0, m, _HASH_BLOCK):
+        bm = min(_HASH_BLOCK, m - b0)
+        p = pos[b0:]
+        o = out[at + b0:at + b0 + bm]
+        longest = 0
+        for s in range(bm):
+            ln = _at(p, s + n) - cut - _at(p, s)
+            lens[s] = np.uint64(ln)
+            longest = max(longest, ln)
+        steps = min((longest + 7) >> 3, _LOCKSTEP_WORDS)
+        for q in range(steps):
+            row = scratch[q + 1]
+            for s in range(bm):
+                row[s] = _le8(buf, min(_at(p, s) + 8 * q, lim))
+        row = scratch[1]
+        for s in range(bm):
+            w = row[s] & (ones >> (np.uint64(64) - (min(lens[s], np.uint64(8)) << np.uint64(3))))
+            o[s] = rotl64(SEED ^ (w * P1), 31) * P2
+        for q in range(1, steps):
+            row = scratch[q + 1]
+            for s in range(bm):
+                left = np.int64(lens[s]) - 8 * q
+                w = row[s] & (ones >> np.uint64(64 - 8 * max(min(left, 8), 1)))
+                h = o[s]
+                step = rotl64(h ^ (w * P1), 31) * P2
+                o[s] = step if left > 0 else h
+        if longest > 8 * _LOCKSTEP_WORDS:
+            for s in range(bm):
+                if lens[s] > 8 * _LOCKSTEP_WORDS:
+                    st = _at(p, s)
+                    o[s] = _span_steps(words, st + 8 * _LOCKSTEP_WORDS, st + np.int64(lens[s]), o[s])
+        for s in range(bm):
+            o[s] = fmix64(o[s] ^ lens[s])
+
+
 @nb.njit(inline="always", cache=True)
-def _char_ascii(c, table, strip, buf, pos, pending, blen, nch):
+def _or_new(scratch):
+    """``scratch`` for :func:`_hash_starts`, or a new one when the caller brought none."""
+    if scratch is None:
+        return np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
+    return scratch
+
+
+@nb.njit(inline="always", cache=True)
+def _char_ascii_plain(doc, buf, lut, lowbit):
+    """The character stream of an all-ASCII ``doc`` without punctuation stripping into ``buf``;
+    returns its length.
+
+    ``lut`` (:data:`_CHAR_LUT` row) maps every separator byte to a space and, when lowering,
+    A-Z to a-z, so that the stream is the mapped bytes with every run of spaces cut to one and
+    none at either end. Each byte is stored, and the length advances unless the byte is a
+    space after a space: one store and one add a byte, where the general loop carries a
+    pending-space flag through a longer chain of operations. With AVX-512 VBMI2, 64 bytes a
+    step (:func:`_chars64`; ``lowbit`` 32 lower-cases as the second row of ``lut`` does).
+    """
+    size = doc.shape[0]
+    i = 0
+    while i < size and lut[_at(doc, i)] == 32:
+        i += 1
+    blen = 0
+    prev = 0
+    if SIMD64:
+        while i + 64 <= size:
+            blen, prev = _chars64(doc, i, buf, blen, prev, lowbit)
+            i += 64
+    for j in range(i, size):
+        v = lut[_at(doc, j)]
+        sp = np.int64(v == 32)
+        buf[np.uint64(blen)] = v
+        blen += 1 - (sp & prev)
+        prev = sp
+    return blen - prev
+
+
+@nb.njit(inline="always", cache=True)
+def _char_ascii(c, table, strip, buf, pos, pending, blen, nch, lowbit):
     cls = table[c]
     sp = np.int64(cls == SPACE or cls == OTHER)
     keep = (sp ^ 1) & np.int64(not (strip and cls == PUNCT))
@@ -214,7 +480,7 @@ def _char_ascii(c, table, strip, buf, pos, pending, blen, nch):
     nch += es
     blen += es
     pos[np.uint64(nch)] = blen
-    buf[np.uint64(blen)] = c
+    buf[np.uint64(blen)] = _lower(c, lowbit)
     nch += keep
     blen += keep
     pending = (keep ^ 1) & ((sp & min(nch, 1)) | ((sp ^ 1) & pending))
@@ -222,12 +488,15 @@ def _char_ascii(c, table, strip, buf, pos, pending, blen, nch):
 
 
 @nb.njit(cache=True, nogil=True)
-def _char_units(data, start, end, table, strip, buf, pos):
+def _char_units(data, start, end, table, strip, buf, pos, lowbit=0):
     """The character stream of ``data[start:end]`` (see :func:`neardup.text.char_stream`) in ``buf``.
 
     Returns (characters, length): character c is ``buf[pos[c]:pos[c + 1]]`` (``pos[characters]``
     is the length), or ``buf[c]`` when characters == length (all one byte; ``pos`` is then not
-    written). ASCII bytes are handled without a branch, as in :func:`_word_tokens`.
+    written). ASCII bytes are handled without a branch, as in :func:`_word_tokens`; ASCII A-Z
+    are lower-cased on the way when ``lowbit`` is 32 (see :func:`encode_for_sketch`). Without
+    punctuation stripping and with AVX-512 VBMI2, ASCII goes 64 bytes a step
+    (:func:`_char_ascii_plain`, :func:`_chars64_pos`).
     """
     doc = data[start:end]
     size = doc.shape[0]
@@ -235,6 +504,9 @@ def _char_units(data, start, end, table, strip, buf, pos):
     blen = 0
     nch = 0
     if _is_ascii(doc):  # every character is one byte: no need to record where each starts
+        if not strip:
+            blen = _char_ascii_plain(doc, buf, _CHAR_LUT[np.int64(lowbit != 0)], lowbit)
+            return blen, blen
         for i in range(size):
             c = doc[i]
             cls = table[c]
@@ -243,16 +515,32 @@ def _char_units(data, start, end, table, strip, buf, pos):
             es = keep & pending
             buf[np.uint64(blen)] = 32
             blen += es
-            buf[np.uint64(blen)] = c
+            buf[np.uint64(blen)] = _lower(c, lowbit)
             blen += keep
             pending = (keep ^ 1) & ((sp & min(blen, 1)) | ((sp ^ 1) & pending))
         return blen, blen
     else:
         i = 0
+        stop = 0  # as in _word_tokens
         while i < size:
+            if SIMD64 and not strip and nch > 0 and i >= stop:
+                if i + 64 <= size and _ascii64(doc, i):
+                    # the step writes a separator's space at once, this loop before the next
+                    # character: write a pending one first, and take back a trailing one
+                    pos[np.uint64(nch)] = blen
+                    buf[np.uint64(blen)] = 32
+                    blen += pending
+                    nch += pending
+                    b0 = blen
+                    blen, pending = _chars64_pos(doc, i, buf, pos, blen, nch, pending, lowbit)
+                    nch += blen - b0 - pending
+                    blen -= pending
+                    i += 64
+                    continue
+                stop = i + 64
             c = _at(doc, i)
             if c < 0x80:
-                pending, blen, nch = _char_ascii(c, table, strip, buf, pos, pending, blen, nch)
+                pending, blen, nch = _char_ascii(c, table, strip, buf, pos, pending, blen, nch, lowbit)
                 i += 1
                 continue
             cp, j = _decode(doc, i, size)
@@ -294,10 +582,12 @@ def _emit(h, mode, a, b, sig, out, pos):
 
 
 @nb.njit(cache=True, nogil=True)
-def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a, b, sig, out, at):
+def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a, b, sig, out, at, scratch=None):
     """The shingles of ``data[start:end]`` handed to :func:`_emit` in text order (hashes go to
     ``out[at:]``); returns how many. ``buf`` (viewed as ``words``) must hold the text plus
-    24 bytes, ``pos`` its length plus 2 entries.
+    24 bytes, ``pos`` its length plus 2 entries; ``scratch`` is uint64[_LOCKSTEP_WORDS + 1,
+    _HASH_BLOCK] for :func:`_hash_starts` (made when needed if not given: callers with many
+    documents bring one).
 
     Two passes per document: the text is first normalized into ``buf`` (tokens each followed
     by a space, or the character stream) with the start of every unit in ``pos``; then every
@@ -305,25 +595,33 @@ def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a,
     loops free of hard-to-predict branches, which is what a single streaming pass lost most of
     its time to.
     """
-    if kind == _WORD_KIND:
-        units, blen = _word_tokens(data, start, end, table, buf, pos)
+    lowbit = np.uint8(32) if kind & _LOWER_ASCII else np.uint8(0)
+    if kind & 1 == _WORD_KIND:
+        units, blen = _word_tokens(data, start, end, table, buf, pos, lowbit)
         if units == 0:
             return 0
         if units < n:
             _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
             return 1
-        for s in range(units - n + 1):
-            _emit(_hash_span(words, _at(pos, s), _at(pos, s + n) - 1), mode, a, b, sig, out, at + s)
+        if mode == _EMIT_HASHES:
+            _hash_starts(buf, words, pos, units - n + 1, n, 1, out, at, _or_new(scratch))
+        else:
+            for s in range(units - n + 1):
+                _emit(_hash_span(words, _at(pos, s), _at(pos, s + n) - 1), mode, a, b, sig, out, at + s)
         return units - n + 1
-    units, blen = _char_units(data, start, end, table, strip, buf, pos)
+    units, blen = _char_units(data, start, end, table, strip, buf, pos, lowbit)
     if units == 0:
         return 0
     if units < n:
         _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
         return 1
-    if units == blen:  # one byte a character
+    if units == blen and mode == _EMIT_HASHES:
+        _hash_fixed(buf, units - n + 1, n, out, at)
+    elif units == blen:  # one byte a character
         for s in range(units - n + 1):
             _emit(_hash_span(words, s, s + n), mode, a, b, sig, out, at + s)
+    elif mode == _EMIT_HASHES:
+        _hash_starts(buf, words, pos, units - n + 1, n, 0, out, at, _or_new(scratch))
     else:
         for s in range(units - n + 1):
             _emit(_hash_span(words, _at(pos, s), _at(pos, s + n)), mode, a, b, sig, out, at + s)
@@ -384,9 +682,10 @@ def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
     acc = np.empty(a.shape[0], dtype=np.uint64)
     dummy_a = np.empty(0, dtype=np.uint64)
     dummy_sig = np.empty(0, dtype=np.uint32)
+    scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
         c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0)
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0, scratch)
         fold_minhash(hs, 0, c, a, b, acc, sigs[d])
         counts[d] = c
 
@@ -403,9 +702,10 @@ def oph_texts_kernel(data, starts, ends, table, kind, n, strip, params, seq, sig
     orig = np.empty(sigs.shape[1], dtype=np.uint32)
     dummy_a = np.empty(0, dtype=np.uint64)
     dummy_sig = np.empty(0, dtype=np.uint32)
+    scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
         c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0)
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0, scratch)
         sig = sigs[d]
         sig[:] = np.uint32(0xFFFFFFFF)
         oph_fold_many(hs, 0, c, params[0], sig, bins, values)
@@ -422,10 +722,11 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     doc_off = np.zeros(ndoc + 1, dtype=np.int64)
     dummy_a = np.empty(0, dtype=np.uint64)
     dummy_sig = np.empty(0, dtype=np.uint32)
+    scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     pos = 0
     for d in range(ndoc):
         c = _doc_emit(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos)
+                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos, scratch)
         if unique and c > 1:
             s = np.sort(out[pos:pos + c])
             k = 1
@@ -441,7 +742,11 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
 
 
 def _kind_code(shingling: Shingling) -> int:
-    return _WORD_KIND if shingling.kind == "word" else _CHAR_KIND
+    """The kernels' kind argument: word or char, with ``_LOWER_ASCII`` when case is folded (a
+    no-op on :func:`encode_texts`' bytes, which hold no A-Z then; needed for
+    :func:`encode_for_sketch`'s)."""
+    kind = _WORD_KIND if shingling.kind == "word" else _CHAR_KIND
+    return kind | _LOWER_ASCII if shingling.casefold else kind
 
 
 def shingle_batch(texts: Sequence[str], shingling: Shingling = Shingling(), *, unique: bool = True):
@@ -454,7 +759,7 @@ def shingle_batch(texts: Sequence[str], shingling: Shingling = Shingling(), *, u
     >>> off.tolist()
     [0, 2, 3]
     """
-    data, offsets = encode_texts(texts, shingling)
+    data, offsets = encode_for_sketch(texts, shingling)
     return shingle_texts_kernel(data, offsets, CHAR_CLASS, _kind_code(shingling), shingling.n,
                                 shingling.strip_punctuation, unique)
 
