@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import importlib
 
+from ._kernel_cache import drop_stale_kernels
+
 __version__ = "0.1.0"
+
+drop_stale_kernels()
 
 # public name -> module that defines it
 _EXPORTS = {

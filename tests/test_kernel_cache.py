@@ -1,0 +1,32 @@
+"""Cached numba kernels are dropped when any module of the package changes."""
+
+from __future__ import annotations
+
+import os
+
+from neardup._kernel_cache import drop_stale_kernels
+
+
+def test_cached_kernels_are_dropped_after_a_module_changes(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "__pycache__").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "b.py").write_text("y = 2\n")
+    kernels = [pkg / "__pycache__" / name for name in ("a.f-1.py311.nbi", "a.f-1.py311.1.nbc")]
+    for k in kernels:
+        k.write_bytes(b"cached")
+    assert drop_stale_kernels(pkg)            # no stamp yet: drop, then stamp
+    assert not any(k.exists() for k in kernels)
+    for k in kernels:
+        k.write_bytes(b"cached")
+    assert not drop_stale_kernels(pkg)        # nothing changed: keep
+    assert all(k.exists() for k in kernels)
+    st = (pkg / "b.py").stat()                # another module changes
+    (pkg / "b.py").write_text("y = 3\n")
+    os.utime(pkg / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert drop_stale_kernels(pkg)
+    assert not any(k.exists() for k in kernels)
+
+
+def test_unwritable_or_missing_places_are_ignored(tmp_path):
+    assert not drop_stale_kernels(tmp_path / "does-not-exist")
