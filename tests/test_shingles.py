@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from neardup._hash import hash_bytes, hash_spans, hash_str
 from neardup.measures import jaccard
 from neardup.shingles import (_CHAR_LUT, _HASH_BLOCK, _LOCKSTEP_WORDS, _WORD_LUT, Shingling, _hash_fixed, _hash_starts,
-                              _kind_code, encode_for_sketch, encode_texts, shingle, shingle_batch,
+                              _kind_code, encode_for_sketch, encode_texts, lower_ascii, shingle, shingle_batch,
                               shingle_texts_kernel)
 from neardup.text import CHAR_CLASS, OTHER, SPACE, WORD, char_stream, tokenize
 
@@ -350,6 +350,7 @@ def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     raw, raw_offsets = encode_texts(texts, sh)
     assert offsets.tolist() == raw_offsets.tolist()
     assert (bytes(data).lower() if sh.casefold else bytes(data)) == bytes(raw)
+    assert bytes(lower_ascii(data)) == bytes(data).lower()  # what the exact pre-pass hashes
 
 
 @pytest.mark.parametrize("text", ["\u00c9T\u00c9 caf\u00e9", "Stra\u00dfe STRASSE", "\u0130stanbul", "\u03a3\u039f\u03a3 \u03c3\u03bf\u03c2",

@@ -28,7 +28,7 @@ from .exact import ExactGroups, ExactPrepass, keys_from_encoded
 from .lsh import LSHParams, band_keys, params_for
 from .minhash import SKETCHES, MinHasher, MinHashScheme
 from .pipeline import Found, Reader, RowBuffer, RunContext, bounded_map, concat, expand_prepass
-from .shingles import Shingling, shingle_texts_kernel, _kind_code, encode_texts
+from .shingles import Shingling, _kind_code, encode_for_sketch, encode_texts, lower_ascii, shingle_texts_kernel
 from .text import CHAR_CLASS
 
 DEFAULT_THRESHOLD = 0.8
@@ -143,8 +143,10 @@ def sketch_documents(batches: Iterable[io.DocBatch], config: MinHashConfig, ctx:
     prepass = ExactPrepass()
 
     def encode(batch: io.DocBatch):
-        data, offsets = encode_texts(batch.texts, shingling)
-        keys = keys_from_encoded(data, offsets, raw=True) if config.exact_prepass else None
+        data, offsets = encode_for_sketch(batch.texts, shingling)
+        keys = None
+        if config.exact_prepass:  # keys of the normalized bytes, i.e. of encode_texts' bytes
+            keys = keys_from_encoded(lower_ascii(data) if shingling.casefold else data, offsets, raw=True)
         return batch, data, offsets, keys
 
     def admit(encoded):

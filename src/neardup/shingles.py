@@ -122,6 +122,17 @@ def _encode_lean(text: str, nfkc: bool, casefold: bool) -> bytes:
     return data
 
 
+@nb.njit(cache=True, nogil=True)
+def lower_ascii(data):
+    """A copy of the UTF-8 bytes ``data`` with ASCII A-Z lower-cased (other bytes as they are):
+    turns :func:`encode_for_sketch`'s bytes into :func:`encode_texts`' when the shingling folds case."""
+    out = np.empty_like(data)
+    for i in range(data.shape[0]):
+        c = data[i]
+        out[i] = c + np.uint8(32) * np.uint8(np.uint8(c - np.uint8(65)) < np.uint8(26))
+    return out
+
+
 def encode_for_sketch(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
     """:func:`encode_texts` for the shingling kernels only: the bytes may keep ASCII upper case.
 
