@@ -69,7 +69,7 @@ __all__ = [
     "write_table",
 ]
 
-_BLOCK = 1 << 23  # bytes of (decompressed) input split into lines at a time
+_BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
 _TXT_BLOCK_FILES = 256  # .txt/.html files per yielded chunk
 _TEXT_SUFFIXES = (".txt",)
 _HTML_SUFFIXES = (".html", ".htm")
