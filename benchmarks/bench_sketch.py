@@ -190,7 +190,8 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
     import numpy as np
 
     from neardup.minhash import MinHasher
-    from neardup.shingles import _EMIT_HASHES, Shingling, _char_units, _doc_emit, _scratch, _word_tokens, encode_texts
+    from neardup.shingles import (_EMIT_HASHES, _HASH_BLOCK, _LOCKSTEP_WORDS, Shingling, _char_units, _doc_emit,
+                                  _scratch, _word_tokens, encode_for_sketch, encode_texts)
     from neardup.text import CHAR_CLASS
 
     @nb.njit(nogil=True)
@@ -209,10 +210,11 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
         buf, words, pos = _scratch(off[:-1], off[1:])
         hs = np.empty(pos.shape[0], np.uint64)
         dummy, dsig = np.empty(0, np.uint64), np.empty(0, np.uint32)
+        scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
         t = 0
         for d in range(off.shape[0] - 1):
             t += _doc_emit(data, off[d], off[d + 1], table, kind, n, False, buf, words, pos, _EMIT_HASHES,
-                           dummy, dummy, dsig, hs, 0)
+                           dummy, dummy, dsig, hs, 0, scratch)
         return t
 
     rows = []
@@ -220,7 +222,7 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
         sh = Shingling(kind, 5)
         data, off = encode_texts(texts, sh)
         classic, fast = MinHasher(128, shingling=sh), MinHasher(128, shingling=sh, sketch="oph")
-        steps = {"encode: NFKC, case folding, UTF-8 (Python)": lambda: encode_texts(texts, sh),
+        steps = {"encode: NFKC, case folding, UTF-8 (Python; `encode_for_sketch`)": lambda: encode_for_sketch(texts, sh),
                  "kernel pass 1: normalize into a buffer": lambda: pass1(data, off, CHAR_CLASS, code),
                  "kernel passes 1 + 2: + shingle hashes": lambda: pass12(data, off, CHAR_CLASS, code, 5),
                  "kernel, classic K=128 (passes + fold)": lambda: classic.sign_encoded(data, off[:-1], off[1:]),
