@@ -190,7 +190,7 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
     import numpy as np
 
     from neardup.minhash import MinHasher
-    from neardup.shingles import (_EMIT_HASHES, _HASH_BLOCK, _LOCKSTEP_WORDS, Shingling, _char_units, _doc_emit,
+    from neardup.shingles import (_HASH_BLOCK, _LOCKSTEP_WORDS, Shingling, _char_units, _doc_hashes,
                                   _scratch, _word_tokens, encode_for_sketch, encode_texts)
     from neardup.text import CHAR_CLASS
 
@@ -209,12 +209,10 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
     def pass12(data, off, table, kind, n):
         buf, words, pos = _scratch(off[:-1], off[1:])
         hs = np.empty(pos.shape[0], np.uint64)
-        dummy, dsig = np.empty(0, np.uint64), np.empty(0, np.uint32)
         scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
         t = 0
         for d in range(off.shape[0] - 1):
-            t += _doc_emit(data, off[d], off[d + 1], table, kind, n, False, buf, words, pos, _EMIT_HASHES,
-                           dummy, dummy, dsig, hs, 0, scratch)
+            t += _doc_hashes(data, off[d], off[d + 1], table, kind, n, False, buf, words, pos, hs, 0, scratch)
         return t
 
     rows = []

@@ -25,9 +25,9 @@ from typing import Literal, Sequence
 import numba as nb
 import numpy as np
 
-from ._hash import P1, P2, SEED, fmix64, hash_span_words, rotl64
+from ._hash import P1, P2, SEED, fmix64, rotl64
 from ._simd import SIMD64, _ascii64, _chars64, _chars64_pos, _hash8_short, _words64
-from .oph import densify, oph_fold, oph_fold_many
+from .oph import densify, oph_fold_many
 from .text import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD, normalize
 
 _WORD_KIND, _CHAR_KIND = 0, 1
@@ -49,7 +49,6 @@ _CHAR_LUT = _ascii_luts((WORD, PUNCT, IDEOGRAPH, IGNORE))
 """Character streams: separators (classes SPACE and OTHER) become spaces."""
 _WORD_LUT = _ascii_luts((WORD,))
 """Word tokens: every byte that is not part of a word becomes a space."""
-_EMIT_HASHES, _EMIT_MINHASH, _EMIT_OPH = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -224,7 +223,7 @@ def _span_steps(words, start, end, h):
 
 @nb.njit(inline="always", cache=True)
 def _hash_span(words, start, end):
-    """``hash_span_words(words, start, end)`` (same value), for the kernels below; see
+    """``neardup._hash.hash_span_words(words, start, end)`` (same value), for the kernels below; see
     :func:`_span_steps`."""
     return fmix64(_span_steps(words, start, end, SEED) ^ np.uint64(end - start))
 
@@ -577,34 +576,19 @@ def _char_units(data, start, end, table, strip, buf, pos, lowbit=0):
     return nch, blen
 
 
-@nb.njit(inline="always", cache=True)
-def _emit(h, mode, a, b, sig, out, pos):
-    """Use one shingle hash: write it out, fold it into a classic MinHash signature (``a``, ``b``
-    the permutations) or into an OPH signature before densification (``a[0]`` the salt)."""
-    if mode == _EMIT_MINHASH:
-        for k in range(sig.shape[0]):
-            v = np.uint32((a[k] * h + b[k]) >> np.uint64(32))
-            if v < sig[k]:
-                sig[k] = v
-    elif mode == _EMIT_OPH:
-        oph_fold(h, a[0], sig)
-    else:
-        out[np.uint64(pos)] = h
-
-
 @nb.njit(cache=True, nogil=True)
-def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a, b, sig, out, at, scratch=None):
-    """The shingles of ``data[start:end]`` handed to :func:`_emit` in text order (hashes go to
-    ``out[at:]``); returns how many. ``buf`` (viewed as ``words``) must hold the text plus
-    24 bytes, ``pos`` its length plus 2 entries; ``scratch`` is uint64[_LOCKSTEP_WORDS + 1,
+def _doc_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch=None):
+    """The shingle hashes of ``data[start:end]`` in text order, written to ``out[at:]``; returns
+    how many. ``buf`` (viewed as ``words``) must hold twice the text plus 24 bytes, ``pos`` its
+    length plus 2 entries (:func:`_scratch` makes both); ``scratch`` is uint64[_LOCKSTEP_WORDS + 1,
     _HASH_BLOCK] for :func:`_hash_starts` (made when needed if not given: callers with many
     documents bring one).
 
     Two passes per document: the text is first normalized into ``buf`` (tokens each followed
     by a space, or the character stream) with the start of every unit in ``pos``; then every
-    run of n units is hashed from ``buf`` and used at once. Splitting the passes keeps both
-    loops free of hard-to-predict branches, which is what a single streaming pass lost most of
-    its time to.
+    run of n units is hashed from ``buf``, many shingles at a time. Splitting the passes keeps
+    both loops free of hard-to-predict branches, which is what a single streaming pass lost
+    most of its time to.
     """
     lowbit = np.uint8(32) if kind & _LOWER_ASCII else np.uint8(0)
     if kind & 1 == _WORD_KIND:
@@ -612,44 +596,26 @@ def _doc_emit(data, start, end, table, kind, n, strip, buf, words, pos, mode, a,
         if units == 0:
             return 0
         if units < n:
-            _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
+            out[np.uint64(at)] = _hash_span(words, 0, blen)
             return 1
-        if mode == _EMIT_HASHES:
-            _hash_starts(buf, words, pos, units - n + 1, n, 1, out, at, _or_new(scratch))
-        else:
-            for s in range(units - n + 1):
-                _emit(_hash_span(words, _at(pos, s), _at(pos, s + n) - 1), mode, a, b, sig, out, at + s)
+        _hash_starts(buf, words, pos, units - n + 1, n, 1, out, at, _or_new(scratch))
         return units - n + 1
     units, blen = _char_units(data, start, end, table, strip, buf, pos, lowbit)
     if units == 0:
         return 0
     if units < n:
-        _emit(_hash_span(words, 0, blen), mode, a, b, sig, out, at)
+        out[np.uint64(at)] = _hash_span(words, 0, blen)
         return 1
-    if units == blen and mode == _EMIT_HASHES:
+    if units == blen:  # one byte a character
         _hash_fixed(buf, units - n + 1, n, out, at)
-    elif units == blen:  # one byte a character
-        for s in range(units - n + 1):
-            _emit(_hash_span(words, s, s + n), mode, a, b, sig, out, at + s)
-    elif mode == _EMIT_HASHES:
-        _hash_starts(buf, words, pos, units - n + 1, n, 0, out, at, _or_new(scratch))
     else:
-        for s in range(units - n + 1):
-            _emit(_hash_span(words, _at(pos, s), _at(pos, s + n)), mode, a, b, sig, out, at + s)
+        _hash_starts(buf, words, pos, units - n + 1, n, 0, out, at, _or_new(scratch))
     return units - n + 1
 
 
 @nb.njit(cache=True, nogil=True)
-def _doc(data, start, end, table, kind, n, strip, buf, words, ring, mode, a, b, sig, out, pos):
-    """:func:`_doc_emit` for callers that bring only ``buf`` (twice the text plus 24 bytes) and
-    a ``ring`` (unused now; the unit starts are allocated here)."""
-    starts = np.empty(end - start + 2, dtype=np.int64)
-    return _doc_emit(data, start, end, table, kind, n, strip, buf, words, starts, mode, a, b, sig, out, pos)
-
-
-@nb.njit(cache=True, nogil=True)
 def _scratch(starts, ends):
-    """Scratch for :func:`_doc_emit` sized for the longest text: (buf, words, unit starts)."""
+    """Scratch for :func:`_doc_hashes` sized for the longest text: (buf, words, unit starts)."""
     longest = 0
     for d in range(starts.shape[0]):
         longest = max(longest, ends[d] - starts[d])
@@ -691,12 +657,9 @@ def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
     buf, words, pos = _scratch(starts, ends)
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
-    dummy_a = np.empty(0, dtype=np.uint64)
-    dummy_sig = np.empty(0, dtype=np.uint32)
     scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
-        c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0, scratch)
+        c = _doc_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
         fold_minhash(hs, 0, c, a, b, acc, sigs[d])
         counts[d] = c
 
@@ -711,12 +674,9 @@ def oph_texts_kernel(data, starts, ends, table, kind, n, strip, params, seq, sig
     bins = np.empty(pos.shape[0], dtype=np.uint64)
     values = np.empty(pos.shape[0], dtype=np.uint32)
     orig = np.empty(sigs.shape[1], dtype=np.uint32)
-    dummy_a = np.empty(0, dtype=np.uint64)
-    dummy_sig = np.empty(0, dtype=np.uint32)
     scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
-        c = _doc_emit(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hs, 0, scratch)
+        c = _doc_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
         sig = sigs[d]
         sig[:] = np.uint32(0xFFFFFFFF)
         oph_fold_many(hs, 0, c, params[0], sig, bins, values)
@@ -731,13 +691,11 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     buf, words, units = _scratch(offsets[:-1], offsets[1:])
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
     doc_off = np.zeros(ndoc + 1, dtype=np.int64)
-    dummy_a = np.empty(0, dtype=np.uint64)
-    dummy_sig = np.empty(0, dtype=np.uint32)
     scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
     pos = 0
     for d in range(ndoc):
-        c = _doc_emit(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units,
-                      _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, out, pos, scratch)
+        c = _doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos,
+                        scratch)
         if unique and c > 1:
             s = np.sort(out[pos:pos + c])
             k = 1

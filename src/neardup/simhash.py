@@ -50,7 +50,8 @@ import numpy as np
 from ._hash import MASK64, fmix64, hash_spans, splitmix64
 from .errors import IncompatibleSketchError
 from .hamming import radix_sort_with
-from .shingles import _EMIT_HASHES, Shingling, _doc, _kind_code, encode_texts, shingle_texts_kernel
+from .shingles import (_HASH_BLOCK, _LOCKSTEP_WORDS, Shingling, _doc_hashes, _kind_code, _scratch, encode_texts,
+                       shingle_texts_kernel)
 from .text import CHAR_CLASS
 
 FORMAT_VERSION = 1
@@ -381,23 +382,14 @@ def simhash_texts_kernel(data, offsets, table, kind, n, strip, salts, use_idf, i
                          idf_dir, idf_shift, idf_default, out, counts):
     """Fingerprint every document of the packed UTF-8 ``data``: its shingles are streamed by the
     shingling kernels into a per-document buffer and folded at once (no batch-wide CSR)."""
-    longest = 0
-    for d in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[d + 1] - offsets[d])
-    # the shingle kernels build each shingle's bytes in ``buf`` (tokens joined by single spaces,
-    # at most twice the text) and read it as whole words 8 bytes past the end
-    buf = np.zeros(((2 * longest + 24) // 8) * 8, dtype=np.uint8)
-    words = buf.view(np.uint64)
-    ring = np.empty(n, dtype=np.int64)
-    hbuf = np.empty(longest + 1, dtype=np.uint64)
-    wbuf = np.empty(longest + 1 if use_idf else 0, dtype=np.int64)
+    buf, words, pos = _scratch(offsets[:-1], offsets[1:])
+    scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
+    hbuf = np.empty(pos.shape[0], dtype=np.uint64)
+    wbuf = np.empty(pos.shape[0] if use_idf else 0, dtype=np.int64)
     cnt = np.empty(64, dtype=np.int64)
     acc = np.empty(65, dtype=np.int64)
-    dummy_a = np.empty(0, dtype=np.uint64)
-    dummy_sig = np.empty(0, dtype=np.uint32)
     for d in range(offsets.shape[0] - 1):
-        c = _doc(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, ring,
-                 _EMIT_HASHES, dummy_a, dummy_a, dummy_sig, hbuf, 0)
+        c = _doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, pos, hbuf, 0, scratch)
         counts[d] = c
         if use_idf:
             for i in range(c):
