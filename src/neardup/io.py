@@ -542,10 +542,10 @@ def _scan_jsonl_blocks(stream, path: str, pol: _Policy) -> Iterator[_Chunk]:
     text_key = pol.text_field.encode("utf-8", "surrogatepass")
     id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
     base = 0  # lines before this block
-    out = None  # the kernel's output buffer, reused block after block
+    buffer = None  # the kernel's output buffer, reused block after block
     for block in _raw_blocks(stream, path, pol):
-        r = scan_block(block, text_key, id_key, out)
-        out = r.out
+        r = scan_block(block, text_key, id_key, buffer)
+        buffer = r.out
         status = r.status
         if pol.id_field is not None:  # a missing id is an error: orjson's path words it
             status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
