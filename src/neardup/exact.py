@@ -502,44 +502,44 @@ def exact_duplicate_groups(keys: np.ndarray, valid: np.ndarray | None = None) ->
     return ExactGroups(group_equal(keys, valid))
 
 
+@nb.njit(inline="always", cache=True)
+def _find_slot(slots, reps, k0, k1):
+    """The slot of key (k0, k1) in the open-addressing table (``slots`` keys, ``reps`` their
+    first document, -1 = free), or the free slot where it belongs: linear probing from the key's
+    low bits, which are hash output."""
+    mask = np.uint64(reps.shape[0] - 1)
+    h = k0 & mask
+    while reps[h] >= 0 and not (slots[h, 0] == k0 and slots[h, 1] == k1):
+        h = (h + np.uint64(1)) & mask
+    return h
+
+
 @nb.njit(cache=True, nogil=True)
 def _admit_kernel(slots, reps, keys, valid, start, rep):
-    """Look every valid key up in the open-addressing table (``slots`` keys, ``reps`` their first
-    document, -1 = free; linear probing from the key's low bits, which are hash output) and
-    insert the new ones. ``rep[i]`` becomes the first document with key i (``start + i`` if new).
-    Returns how many keys were inserted."""
-    mask = np.uint64(reps.shape[0] - 1)
+    """Look every valid key up in the table (see :func:`_find_slot`) and insert the new ones.
+    ``rep[i]`` becomes the first document with key i (``start + i`` if new). Returns how many
+    keys were inserted."""
     added = 0
     for i in range(keys.shape[0]):
         rep[i] = start + i
         if not valid[i]:
             continue
-        k0, k1 = keys[i, 0], keys[i, 1]
-        h = k0 & mask
-        while True:
-            r = reps[h]
-            if r < 0:
-                slots[h, 0], slots[h, 1], reps[h] = k0, k1, start + i
-                added += 1
-                break
-            if slots[h, 0] == k0 and slots[h, 1] == k1:
-                rep[i] = r
-                break
-            h = (h + np.uint64(1)) & mask
+        h = _find_slot(slots, reps, keys[i, 0], keys[i, 1])
+        if reps[h] >= 0:
+            rep[i] = reps[h]
+        else:
+            slots[h, 0], slots[h, 1], reps[h] = keys[i, 0], keys[i, 1], start + i
+            added += 1
     return added
 
 
 @nb.njit(cache=True, nogil=True)
 def _rehash_kernel(slots, reps, old_slots, old_reps):
     """Insert every entry of the old table into the (larger, empty) new one."""
-    mask = np.uint64(reps.shape[0] - 1)
     for j in range(old_reps.shape[0]):
-        if old_reps[j] < 0:
-            continue
-        h = old_slots[j, 0] & mask
-        while reps[h] >= 0:
-            h = (h + np.uint64(1)) & mask
-        slots[h, 0], slots[h, 1], reps[h] = old_slots[j, 0], old_slots[j, 1], old_reps[j]
+        if old_reps[j] >= 0:
+            h = _find_slot(slots, reps, old_slots[j, 0], old_slots[j, 1])
+            slots[h, 0], slots[h, 1], reps[h] = old_slots[j, 0], old_slots[j, 1], old_reps[j]
 
 
 class ExactPrepass:
