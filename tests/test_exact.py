@@ -535,3 +535,12 @@ def test_prepass_table_matches_a_dict_reference_with_colliding_slots():
         lo += size
     assert np.array_equal(p.groups().rep, np.array(want))
     assert np.array_equal(np.concatenate(got), np.array(want) == np.arange(len(keys)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=6), st.booleans(), st.booleans())
+def test_prepass_keys_hash_the_normalized_utf8(texts, nfkc, casefold):
+    """prepass_keys is nd128 of ``normalize(text)``'s UTF-8 bytes, whichever encoding path is taken."""
+    want = [hash128(normalize(t, nfkc=nfkc, casefold=casefold).encode("utf-8", "surrogatepass")) for t in texts]
+    got = prepass_keys(texts, nfkc=nfkc, casefold=casefold)
+    assert [tuple(k) for k in got.tolist()] == want

@@ -68,7 +68,7 @@ import numpy as np
 
 from ._hash import MASK64, P1, P2, SEED, fmix64, rotl64, splitmix64
 from .cluster import components
-from .shingles import Shingling, _decode, shingle_batch
+from .shingles import Shingling, _decode, encode_texts, shingle_batch
 from .text import CHAR_CLASS, IGNORE, OTHER, SPACE, normalize
 
 __all__ = [
@@ -268,8 +268,7 @@ def prepass_keys(texts: Sequence[str], *, nfkc: bool = True, casefold: bool = Tr
     >>> bool((k[0] == k[1]).all()), bool((k[0] == k[2]).all())
     (True, False)
     """
-    encoded = [normalize(t, nfkc=nfkc, casefold=casefold).encode("utf-8", "surrogatepass") for t in texts]
-    return keys_from_encoded(*_pack(encoded), raw=True)
+    return keys_from_encoded(*encode_texts(texts, Shingling("word", 1, nfkc=nfkc, casefold=casefold)), raw=True)
 
 
 # hash128(b"") written out, so that importing the module does not run a kernel (a test pins it)
