@@ -43,7 +43,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import datetime as dt  # noqa: E402
 import json  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -92,6 +91,27 @@ def latency_stats(ns: list[int]) -> dict:
             "mean_us": float(a.mean()), "max_us": float(a.max())}
 
 
+def time_queries(query, queries, q_source, found) -> tuple[dict, float]:
+    """Latency stats of ``query(q)`` one query at a time, and the recall: the share of
+    near-duplicate queries (``q_source >= 0``) whose source ``found(result, source)`` reports."""
+    lat, hits = [], 0
+    for q, src in zip(queries, q_source):
+        t = time.perf_counter_ns()
+        res = query(q)
+        lat.append(time.perf_counter_ns() - t)
+        if src >= 0 and found(res, src):
+            hits += 1
+    return latency_stats(lat), hits / max(1, sum(s >= 0 for s in q_source))
+
+
+def in_pairs(res, src) -> bool:
+    return any(k == src for k, _ in res)
+
+
+def in_keys(res, src) -> bool:
+    return src in res
+
+
 # -- workers (one subprocess each) ----------------------------------------------------------
 
 def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
@@ -114,28 +134,15 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     index.add(keys, sigs)
     build = time.perf_counter() - t0
     grown = rss_mb() - before
-    lat, hits = [], 0
-    for q, src in zip(qsigs, q_source):  # every candidate, as the peers return them
-        t = time.perf_counter_ns()
-        res = index.query(q, min_similarity=0.0)
-        lat.append(time.perf_counter_ns() - t)
-        if src >= 0 and any(k == src for k, _ in res):
-            hits += 1
-    verified, vhits = [], 0
-    for q, src in zip(qsigs, q_source):  # the default: candidates whose estimate reaches 0.8
-        t = time.perf_counter_ns()
-        res = index.query(q)
-        verified.append(time.perf_counter_ns() - t)
-        if src >= 0 and any(k == src for k, _ in res):
-            vhits += 1
+    every, recall = time_queries(lambda q: index.query(q, min_similarity=0.0), qsigs, q_source, in_pairs)  # as peers
+    verified, verified_recall = time_queries(index.query, qsigs, q_source, in_pairs)  # the default: estimate >= 0.8
     t0 = time.perf_counter()
     index.query_batch(np.vstack([q.values for q in qsigs]), min_similarity=0.0)
     batch = time.perf_counter() - t0
     p = index.params
-    near = max(1, sum(s >= 0 for s in q_source))
     return {"build_s": build, "index_mb": grown, "banding": f"b={p.bands} r={p.rows}",
-            "recall": hits / near, "batch_query_s": batch, "query": latency_stats(lat),
-            "verified_query": latency_stats(verified), "verified_recall": vhits / near}
+            "recall": recall, "batch_query_s": batch, "query": every,
+            "verified_query": verified, "verified_recall": verified_recall}
 
 
 def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
@@ -164,15 +171,9 @@ def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
         build += time.perf_counter() - t0
         del chunk
     grown = rss_mb() - before
-    lat, hits = [], 0
-    for q, src in zip(queries, q_source):
-        t = time.perf_counter_ns()
-        res = lsh.query(q)
-        lat.append(time.perf_counter_ns() - t)
-        if src >= 0 and src in res:
-            hits += 1
+    stats, recall = time_queries(lsh.query, queries, q_source, in_keys)
     return {"build_s": build, "index_mb": grown, "banding": f"b={lsh.b} r={lsh.r}",
-            "recall": hits / max(1, sum(s >= 0 for s in q_source)), "query": latency_stats(lat)}
+            "recall": recall, "query": stats}
 
 
 def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
@@ -184,31 +185,21 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
     queries = RMinHash.from_token_sets([[str(int(x)) for x in q] for q in q_sets], K, seed)
     build = 0.0
     before = rss_mb()
-    sketch_mb = 0.0
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
         flat = tokens[offsets[lo]:offsets[hi]].tolist()
         size = int(offsets[lo + 1] - offsets[lo])
         sets = [[str(x) for x in flat[i:i + size]] for i in range(0, len(flat), size)]
-        m0 = rss_mb()
         matrix = RMinHash.digest_matrix_from_token_sets(sets, K, seed)
         del sets, flat
         t0 = time.perf_counter()
         lsh.insert_matrix(matrix, lo)
         build += time.perf_counter() - t0
-        sketch_mb += 0  # the matrix is freed below; its size is not part of the index
-        del matrix
-        _ = m0
+        del matrix  # the sketches are not part of the index
     grown = rss_mb() - before
-    lat, hits = [], 0
-    for q, src in zip(queries, q_source):
-        t = time.perf_counter_ns()
-        res = lsh.query(q)
-        lat.append(time.perf_counter_ns() - t)
-        if src >= 0 and src in res:
-            hits += 1
+    stats, recall = time_queries(lsh.query, queries, q_source, in_keys)
     return {"build_s": build, "index_mb": grown, "banding": "b=16 r=8",
-            "recall": hits / max(1, sum(s >= 0 for s in q_source)), "query": latency_stats(lat)}
+            "recall": recall, "query": stats}
 
 
 WORKERS = {"neardup": worker_neardup, "datasketch": worker_datasketch, "rensa": worker_rensa}
