@@ -731,11 +731,15 @@ def test_query_accepts_every_form_of_one_signature():
         strided = np.repeat(q, 2)[::2]
         readonly = q.copy()
         readonly.flags.writeable = False
+        reversed_twice = q[::-1].copy()[::-1]  # negative strides
+        unaligned = np.frombuffer(b"\0" + q.tobytes(), dtype=np.uint32, count=K, offset=1)
         forms = [
             q,
             q.copy(),
             strided,
             readonly,
+            reversed_twice,
+            unaligned,
             q[None, :],
             np.asfortranarray(q[None, :]),
             Signatures(q[None, :].copy(), scheme),
@@ -746,6 +750,12 @@ def test_query_accepts_every_form_of_one_signature():
             assert index.query(form, min_similarity=0.0) == want
     with pytest.raises(ValueError, match="1-D row"):
         index.query(Signatures(rows[:2], scheme))
+    with pytest.raises(ValueError, match="1-D row"):
+        index.query(rows[:2, : K // 2])  # K values in all, but not one row of them
+    with pytest.raises(ValueError, match="expected num_perm"):
+        index.query(rows[0, : K // 2])
+    with pytest.raises(ValueError, match="1-D row"):
+        index.query(rows[0][None, None, :])
     with pytest.raises(TypeError, match="uint32"):
         index.query(rows[0].astype(">u4"))
     with pytest.raises(TypeError, match="uint32"):
@@ -756,6 +766,18 @@ def test_query_accepts_every_form_of_one_signature():
         index.query(rows[0], min_similarity=float("nan"))
     assert index.query(rows[0], min_similarity=0) == index.query(rows[0], min_similarity=0.0)
     assert index.query(rows[0], min_similarity=Fraction(3, 5)) == index.query(rows[0], min_similarity=0.6)
+
+
+def test_a_query_with_hundreds_of_results():
+    row = np.random.default_rng(71).integers(0, 2**32 - 1, size=K, dtype=np.uint32)
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    index.add([f"copy{i}" for i in range(700)], np.tile(row, (700, 1)))
+    found = index.query(row)
+    assert found == [(f"copy{i}", 1.0) for i in range(700)]
+    assert index.query(row, limit=300) == found[:300]
+    ints = LSHIndex(0.6, K, bands=B, rows=R)
+    ints.add(range(10, 710), np.tile(row, (700, 1)))  # integer keys: returned from the key array
+    assert ints.query(row) == [(i, 1.0) for i in range(10, 710)]
 
 
 def test_concurrent_single_queries_agree_with_sequential_ones():

@@ -72,7 +72,7 @@ DEFAULT_FN_WEIGHT = 0.98
 
 _MAX_GL_NODES = 128
 _PARALLEL_ROWS = 65536  # batches at least this large are sorted / hashed on threads
-_OUT_ROWS = 256  # results a single query writes without a second pass (see LSHIndex.query)
+_SCAN = 8  # keys compared at once in a bucket (see _candidates)
 _UINT32 = np.dtype(np.uint32)
 _NO_KEY_VALUES = np.empty(0, dtype=np.int64)
 _UNRESOLVED = object()  # an entry point that LSHIndex._resolve_entry_point has not looked up yet
@@ -509,6 +509,13 @@ def _sort_prefix(a, n):
         a[:n] = np.sort(a[:n])
 
 
+@nb.njit(inline="always")
+def _grown(a):
+    bigger = np.empty(2 * a.shape[0], dtype=a.dtype)
+    bigger[: a.shape[0]] = a
+    return bigger
+
+
 @nb.njit(cache=True, nogil=True)
 def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_matches, limit):
     """The results of one query row ``q``, as ``(codes, n)``: ``codes[:n]`` ascending, one per result.
@@ -552,15 +559,35 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
             span[2 * i + 1] = lo + np.int64(dirs[j, t + 1])
             c = min(a, last)
             _prefetch(keys, (j, c))
+            _prefetch(keys, (j, c + _SCAN - 1))  # the fixed-width scan below reads _SCAN keys
             _prefetch(ids, (j, c))
     hits = np.empty(max(32, bands), dtype=np.int64)
     nh = 0
+    width = keys.shape[1]
     for r in range(nruns):
         for j in range(bands):
             i = r * bands + j
             a = span[2 * i]
             b = span[2 * i + 1]
             key = qk[j]
+            if b - a <= _SCAN and a + _SCAN <= width:
+                # The usual bucket (1-2 keys): compare a fixed _SCAN keys without branching and
+                # mask off those past the bucket; a scan that stops at the first larger key
+                # mispredicts its exit in almost every bucket.
+                m = 0
+                for t in range(_SCAN):
+                    m |= np.int64(keys[j, a + t] == key) << t
+                m &= (np.int64(1) << (b - a)) - 1
+                t = 0
+                while m != 0:
+                    if m & 1:
+                        if nh == hits.shape[0]:
+                            hits = _grown(hits)
+                        hits[nh] = ids[j, a + t]
+                        nh += 1
+                    m >>= 1
+                    t += 1
+                continue
             if b - a > 16:
                 a += np.searchsorted(keys[j, a:b], key)
             while a < b:
@@ -569,9 +596,7 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
                     break
                 if found == key:
                     if nh == hits.shape[0]:
-                        bigger = np.empty(2 * nh, dtype=np.int64)
-                        bigger[:nh] = hits
-                        hits = bigger
+                        hits = _grown(hits)
                     hits[nh] = ids[j, a]
                     nh += 1
                 a += 1
@@ -623,29 +648,36 @@ def _query_state(rows, keys, ids, dirs, runs, sigs, alive, key_values):
 
 
 @nb.njit(cache=True, nogil=True)
-def _query_one(q, state, min_matches, limit, out):
-    """``_candidates`` of one signature ``q`` (shape (K,) or (1, K)) as ``(n, key0, matches0)``.
+def _query_one(q, state, min_matches, limit):
+    """``_candidates`` of one signature ``q`` as ``(n, key0, matches0, pairs)``.
 
-    The n results are written to ``out`` as (row, matches) pairs, or (key_values[row], matches)
-    when ``state.key_values`` is not empty; the first is also returned (the common single result
-    then needs no array slicing in Python). Nothing is written when ``n > len(out)`` (the caller
-    retries with a larger ``out``): returning a fresh array from numba costs ~0.5 us.
+    ``q`` must be one aligned row of K contiguous slots, of shape (K,) or (1, K); anything else
+    gives ``n = -1`` (the caller then validates it properly). Results are (row, matches), or
+    (key_values[row], matches) when ``state.key_values`` is not empty: the first in ``key0`` and
+    ``matches0``, all of them as the (n, 2) array ``pairs`` when ``n > 1``. With one result or
+    none, ``pairs`` is None: boxing an array costs ~0.45 us, more than the rest of the call.
     """
-    row = q.reshape(q.size)
+    k = state.sigs.shape[1]
+    last = q.ndim - 1
+    if q.shape[last] != k or q.size != k or q.strides[last] != q.itemsize or q.ctypes.data % q.itemsize:
+        return -1, 0, 0, None
+    row = q.reshape(k)
     key_values = state.key_values
     codes, n = _candidates(
         row, state.rows, state.keys, state.ids, state.dirs, state.runs, state.sigs, state.alive, key_values,
         min_matches, limit,
     )
-    if n == 0 or n > out.shape[0]:
-        return n, 0, 0
-    k = row.shape[0]
+    if n == 0:
+        return 0, 0, 0, None
     mapped = key_values.shape[0] > 0
+    pairs = np.empty((n, 2), dtype=np.int64)
     for i in range(n):
         r = codes[i] & 0xFFFFFFFF
-        out[i, 0] = key_values[r] if mapped else r
-        out[i, 1] = k - (codes[i] >> 32)
-    return n, out[0, 0], out[0, 1]
+        pairs[i, 0] = key_values[r] if mapped else r
+        pairs[i, 1] = k - (codes[i] >> 32)
+    if n == 1:
+        return 1, pairs[0, 0], pairs[0, 1], None
+    return n, pairs[0, 0], pairs[0, 1], pairs
 
 
 @nb.njit(cache=True, nogil=True)
@@ -871,9 +903,6 @@ class LSHIndex:
         self._default_min_matches = self._min_matches(self._params.threshold)
         self._min_match_cache: dict[float, int] = {}
         self._num_perm_float = float(self._num_perm)
-        self._out_pool: list[np.ndarray] = []  # result buffers of single queries, one per concurrent query
-        self._row_shape = (self._num_perm,)
-        self._matrix_shape = (1, self._num_perm)
         self._refresh_kernel_args()
 
     # -- properties ------------------------------------------------------------------------
@@ -964,23 +993,22 @@ class LSHIndex:
         ``min_similarity`` defaults to the index threshold; 0.0 returns every candidate. Results are
         ``(key, estimate)`` sorted by estimate descending, then insertion order; at most ``limit``.
 
-        A C-contiguous uint32 row, or a one-row ``Signatures`` of the index's own scheme object,
-        goes straight to the compiled kernel (a few microseconds at 1M rows); anything else is
-        validated and converted first.
+        A uint32 row (shape (K,) or (1, K)), or a one-row ``Signatures`` of the index's own scheme
+        object, goes straight to the compiled kernel (a few microseconds at 1M rows); anything else
+        is validated and converted first.
         """
         cls = type(signature)
-        q = fn = None
-        if cls is np.ndarray:
-            if signature.dtype is _UINT32 and signature.shape == self._row_shape and signature.flags.carray:
-                q, fn = signature, self._query_row_fn
-        elif cls is Signatures and signature.scheme is self._scheme:
-            v = signature.values
-            if v.dtype is _UINT32 and v.shape == self._matrix_shape and v.flags.carray:
-                q, fn = v, self._query_matrix_fn
-        if fn is None:
-            q, fn = self._matrix(signature, "signature", single=True)[0], _query_one
-        elif fn is _UNRESOLVED:
-            fn = self._resolve_entry_point(q)
+        fn = None
+        if cls is Signatures:
+            q = signature.values  # uint32 of shape (n, K), checked when the Signatures was made
+            if signature.scheme is self._scheme and q.ndim == 2:
+                fn = self._query_matrix_fn
+        elif cls is np.ndarray and signature.dtype is _UINT32:
+            q = signature
+            ndim = q.ndim
+            fn = self._query_row_fn if ndim == 1 else self._query_matrix_fn if ndim == 2 else None
+        if fn is _UNRESOLVED:
+            fn = self._resolve_entry_point(q.ndim)
         if min_similarity is None:
             min_matches = self._default_min_matches
         else:
@@ -991,27 +1019,20 @@ class LSHIndex:
                 if cacheable and len(self._min_match_cache) < 256:
                     self._min_match_cache[min_similarity] = min_matches
         limit = -1 if limit is None else _check_int("limit", limit, minimum=0)
-        state = self._query_state
-        pool = self._out_pool
-        out = pool.pop() if pool else np.empty((_OUT_ROWS, 2), dtype=np.int64)
-        n, first, matches = fn(q, state, min_matches, limit, out)
+        if fn is not None:  # the kernel checks the shape and layout of q itself (n = -1: it cannot take q)
+            n, first, matches, pairs = fn(q, self._query_state, min_matches, limit)
+        if fn is None or n < 0:
+            q = self._matrix(signature, "signature", single=True)[0]
+            n, first, matches, pairs = _query_one(q, self._query_state, min_matches, limit)
         if n <= 1:
-            pool.append(out)
             if n == 0:
                 return []
             return [(first if self._keys_mapped else self._keys[first], matches / self._num_perm_float)]
-        if n <= out.shape[0]:
-            found = out[:n].tolist()
-        else:
-            big = np.empty((n, 2), dtype=np.int64)
-            fn(q, state, min_matches, limit, big)
-            found = big.tolist()
-        pool.append(out)
         k = self._num_perm_float
         if self._keys_mapped:
-            return [(key, m / k) for key, m in found]
+            return [(key, m / k) for key, m in pairs.tolist()]
         keys = self._keys
-        return [(keys[r], m / k) for r, m in found]
+        return [(keys[r], m / k) for r, m in pairs.tolist()]
 
     def query_batch(
         self, signatures: Signatures | np.ndarray, *, min_similarity: float | None = None, limit: int | None = None
@@ -1046,24 +1067,25 @@ class LSHIndex:
         else:
             self._query_row_fn = self._query_matrix_fn = None
 
-    def _resolve_entry_point(self, q: np.ndarray):
-        """``_query_one`` compiled for the numba types of ``q`` and of the index arrays, to be called
-        without numba's per-call type dispatch (~0.3 us of a ~3 us query).
+    def _resolve_entry_point(self, ndim: int):
+        """``_query_one`` compiled for a C-contiguous uint32 query of ``ndim`` dimensions and for the
+        types of the index arrays, to be called without numba's per-call type dispatch (~0.3 us).
 
-        Valid while the arguments keep those types: every array is C-contiguous, aligned and
-        writeable (``flags.carray``, checked for the index arrays in ``_refresh_kernel_args`` and
-        for ``q`` in ``query``) with the same dtype and ndim (the key of ``_ENTRY_POINTS``).
+        The caller guarantees the query is a uint32 ndarray of that ndim; its shape, strides and
+        alignment are checked by ``_query_one``. The index arrays keep their types (every one is
+        C-contiguous, aligned and writeable, checked in ``_refresh_kernel_args``; the key of
+        ``_ENTRY_POINTS`` holds their dtypes and ndims) until the next ``_refresh_kernel_args``.
         """
-        key = (q.dtype, q.ndim, self._array_types)
+        key = (ndim, self._array_types)
         fn = _ENTRY_POINTS.get(key)
         if fn is None:
-            out = np.empty((_OUT_ROWS, 2), dtype=np.int64)
+            query_type = types.Array(types.uint32, ndim, "C")
             try:
-                fn = _query_one.compile(tuple(nb.typeof(a) for a in (q, self._query_state, 0, 0, out)))
+                fn = _query_one.compile((query_type, nb.typeof(self._query_state), types.int64, types.int64))
             except Exception:  # pragma: no cover - a numba whose Dispatcher.compile returns no function
                 fn = _query_one
             _ENTRY_POINTS[key] = fn
-        if q.ndim == 1:
+        if ndim == 1:
             self._query_row_fn = fn
         else:
             self._query_matrix_fn = fn
@@ -1079,7 +1101,7 @@ class LSHIndex:
         return m
 
     def _matrix(self, signatures: Any, what: str, single: bool = False) -> tuple[np.ndarray, MinHashScheme | None]:
-        """Validate ``signatures`` into a C-contiguous uint32 (n, K) matrix and its scheme."""
+        """Validate ``signatures`` into a C-contiguous, aligned uint32 (n, K) matrix and its scheme."""
         scheme = None
         if isinstance(signatures, Signatures):
             scheme = signatures.scheme
@@ -1099,7 +1121,7 @@ class LSHIndex:
             raise IncompatibleSketchError(f"scheme has num_perm={scheme.num_perm}, the index {self._num_perm}")
         if values.dtype != np.uint32:
             raise TypeError(f"{what} must be uint32 MinHash values, got dtype {values.dtype}")
-        return np.ascontiguousarray(values), scheme
+        return np.require(values, requirements=("C", "A")), scheme  # C-contiguous and aligned
 
     def _check_new_keys(self, keys: list) -> None:
         if self._ids.keys().isdisjoint(keys) and len(set(keys)) == len(keys):
