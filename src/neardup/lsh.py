@@ -72,7 +72,8 @@ DEFAULT_FN_WEIGHT = 0.98
 
 _MAX_GL_NODES = 128
 _PARALLEL_ROWS = 65536  # batches at least this large are sorted / hashed on threads
-_SCAN = 8  # keys compared at once in a bucket (see _candidates)
+_SCAN = 8  # keys compared at once in a bucket (see _scan)
+_GROUP = 8  # queries whose lookups overlap in query_batch (see _query_kernel)
 _UINT32 = np.dtype(np.uint32)
 _NO_KEY_VALUES = np.empty(0, dtype=np.int64)
 _UNRESOLVED = object()  # an entry point that LSHIndex._resolve_entry_point has not looked up yet
@@ -516,34 +517,27 @@ def _grown(a):
     return bigger
 
 
-@nb.njit(cache=True, nogil=True)
-def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_matches, limit):
-    """The results of one query row ``q``, as ``(codes, n)``: ``codes[:n]`` ascending, one per result.
-
-    A result is a live row sharing at least one band key with ``q`` and having ``m >= min_matches``
-    slots equal to it; its code is ``(K - m) << 32 | row``, so ascending codes are matches
-    descending, then row (insertion order) ascending; at most ``limit`` of them (``limit < 0``: all).
-    ``key_values`` (possibly empty) is only prefetched for the candidates.
-
-    The lookups go in passes over all (run, band) pairs -- band keys; directory entries, with a
-    prefetch of the first key and id of each bucket; key scans -- so that the cache misses of a
-    pass (about one per pair, each ~0.1-0.25 us) are independent and overlap instead of adding up.
-    """
-    k = q.shape[0]
-    nonempty = False
-    for c in range(k):
+@nb.njit(inline="always")
+def _is_empty(q):
+    for c in range(q.shape[0]):
         if q[c] != EMPTY_VALUE:
-            nonempty = True
-            break
+            return False
+    return True
+
+
+@nb.njit(inline="always")
+def _locate(q, rows, keys, dirs, ids, runs, qk, span, prefetch_ids):
+    """Phase 1 of a query: the band keys of ``q`` into ``qk`` and, for every (run, band) pair,
+    the bucket that can hold the key into ``span`` (``span[2i]:span[2i+1]``, ``i = run * bands +
+    band``), with a prefetch of the bucket's keys (and of its first id if ``prefetch_ids``).
+
+    Every directory read here is independent of the others, so their cache misses overlap; so
+    do the prefetches, which the scan of phase 2 then finds on their way.
+    """
     bands = keys.shape[0]
-    nruns = runs.shape[0]
-    if not nonempty or nruns == 0:
-        return np.empty(0, dtype=np.int64), 0
-    qk = np.empty(bands, dtype=np.uint64)
     for j in range(bands):
         qk[j] = _band_key(q, j, rows, fmix64(SEED ^ np.uint64(j)))
-    span = np.empty(2 * bands * nruns, dtype=np.int64)
-    for r in range(nruns):
+    for r in range(runs.shape[0]):
         lo = runs[r, 0]
         last = runs[r, 1] - 1
         d0 = runs[r, 2]
@@ -559,56 +553,84 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
             span[2 * i + 1] = lo + np.int64(dirs[j, t + 1])
             c = min(a, last)
             _prefetch(keys, (j, c))
-            _prefetch(keys, (j, c + _SCAN - 1))  # the fixed-width scan below reads _SCAN keys
-            _prefetch(ids, (j, c))
-    hits = np.empty(max(32, bands), dtype=np.int64)
-    nh = 0
+            _prefetch(keys, (j, max(c, min(span[2 * i + 1], last + 1) - 1)))  # a bucket may span two lines
+            if prefetch_ids:
+                _prefetch(ids, (j, c))
+
+
+@nb.njit(inline="always")
+def _scan(qk, span, keys, ids, hits, nh):
+    """Phase 2: append to ``hits[nh:]`` (grown as needed) the place ``band << 40 | column`` of
+    every key equal to the query's in its bucket, and prefetch its id. Returns ``(hits, nh)``."""
+    bands = keys.shape[0]
     width = keys.shape[1]
-    for r in range(nruns):
+    for r in range(span.shape[0] // (2 * bands)):
         for j in range(bands):
             i = r * bands + j
             a = span[2 * i]
             b = span[2 * i + 1]
             key = qk[j]
-            if b - a <= _SCAN and a + _SCAN <= width:
+            if b - a <= _SCAN:
                 # The usual bucket (1-2 keys): compare a fixed _SCAN keys without branching and
-                # mask off those past the bucket; a scan that stops at the first larger key
-                # mispredicts its exit in almost every bucket.
+                # mask off those past the bucket (a scan that stops at the first larger key
+                # mispredicts its exit in almost every bucket). Reads stay inside the bucket's
+                # (prefetched) lines: past its end, the last key is read again.
+                top = min(max(a, b - 1), width - 1)  # an empty bucket may start at the very end
                 m = 0
                 for t in range(_SCAN):
-                    m |= np.int64(keys[j, a + t] == key) << t
+                    m |= np.int64(keys[j, min(a + t, top)] == key) << t
                 m &= (np.int64(1) << (b - a)) - 1
                 t = 0
                 while m != 0:
                     if m & 1:
                         if nh == hits.shape[0]:
                             hits = _grown(hits)
-                        hits[nh] = ids[j, a + t]
+                        hits[nh] = (np.int64(j) << 40) | (a + t)
+                        _prefetch(ids, (j, a + t))
                         nh += 1
                     m >>= 1
                     t += 1
                 continue
-            if b - a > 16:
-                a += np.searchsorted(keys[j, a:b], key)
-            while a < b:
-                found = keys[j, a]
-                if found > key:
-                    break
-                if found == key:
-                    if nh == hits.shape[0]:
-                        hits = _grown(hits)
-                    hits[nh] = ids[j, a]
-                    nh += 1
+            a += np.searchsorted(keys[j, a:b], key)  # a long bucket: many equal keys
+            while a < b and keys[j, a] == key:
+                if nh == hits.shape[0]:
+                    hits = _grown(hits)
+                hits[nh] = (np.int64(j) << 40) | a
+                nh += 1
                 a += 1
-    _sort_prefix(hits, nh)
+    return hits, nh
+
+
+@nb.njit(inline="always")
+def _resolve(hits, start, nh, ids, sigs):
+    """Phase 3: turn the places ``hits[start:nh]`` into their rows, sorted and without repeats,
+    and prefetch each row's signature. Returns ``end``: the rows are ``hits[start:end]``."""
+    mask = (np.int64(1) << 40) - 1
+    for i in range(start, nh):
+        h = hits[i]
+        hits[i] = ids[h >> 40, h & mask]
+    _sort_prefix(hits[start:nh], nh - start)
+    end = start
+    prev = -1
+    for i in range(start, nh):
+        row = hits[i]
+        if row != prev:
+            prev = row
+            hits[end] = row
+            end += 1
+            _prefetch(sigs, (row, 0))
+    return end
+
+
+@nb.njit(inline="always")
+def _verify(q, rows_found, sigs, alive, key_values, min_matches, limit, codes):
+    """Phase 4: the results among the distinct candidate rows ``rows_found`` into ``codes``
+    (at least as long), as in ``_candidates``; returns how many."""
+    k = q.shape[0]
     mapped = key_values.shape[0] > 0
     n = 0
-    prev = -1
-    for i in range(nh):
-        row = hits[i]
-        if row == prev:
-            continue
-        prev = row
+    for i in range(rows_found.shape[0]):
+        row = rows_found[i]
         if mapped:
             _prefetch(key_values, (row,))
         if not alive[row]:
@@ -617,11 +639,37 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
         for c in range(k):
             m += sigs[row, c] == q[c]
         if m >= min_matches:
-            hits[n] = ((k - m) << 32) | row
+            codes[n] = ((k - m) << 32) | row
             n += 1
-    _sort_prefix(hits, n)
+    _sort_prefix(codes, n)
     if limit >= 0 and n > limit:
         n = limit
+    return n
+
+
+@nb.njit(cache=True, nogil=True)
+def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_matches, limit):
+    """The results of one query row ``q``, as ``(codes, n)``: ``codes[:n]`` ascending, one per result.
+
+    A result is a live row sharing at least one band key with ``q`` and having ``m >= min_matches``
+    slots equal to it; its code is ``(K - m) << 32 | row``, so ascending codes are matches
+    descending, then row (insertion order) ascending; at most ``limit`` of them (``limit < 0``: all).
+    ``key_values`` (possibly empty) is only prefetched for the candidates.
+
+    The lookups go in phases over all (run, band) pairs (``_locate``, ``_scan``, ``_resolve``,
+    ``_verify``) so that the cache misses of a phase (about one per pair, each ~0.1-0.25 us)
+    are independent and overlap instead of adding up.
+    """
+    bands = keys.shape[0]
+    nruns = runs.shape[0]
+    if nruns == 0 or _is_empty(q):
+        return np.empty(0, dtype=np.int64), 0
+    qk = np.empty(bands, dtype=np.uint64)
+    span = np.empty(2 * bands * nruns, dtype=np.int64)
+    _locate(q, rows, keys, dirs, ids, runs, qk, span, True)
+    hits, nh = _scan(qk, span, keys, ids, np.empty(max(32, bands), dtype=np.int64), 0)
+    end = _resolve(hits, 0, nh, ids, sigs)
+    n = _verify(q, hits[:end], sigs, alive, key_values, min_matches, limit, hits)
     return hits, n
 
 
@@ -683,28 +731,59 @@ def _query_one(q, state, min_matches, limit):
 @nb.njit(cache=True, nogil=True)
 def _query_kernel(qvalues, rows, keys, ids, dirs, runs, sigs, alive, min_matches, limit):
     """``_candidates`` of every query row. Returns (offsets, ids, matches): query q's results are
-    ``offsets[q]:offsets[q+1]``, in the order of ``_candidates``."""
+    ``offsets[q]:offsets[q+1]``, in the order of ``_candidates``.
+
+    Queries go in groups of ``_GROUP``, each phase run for the whole group before the next, so
+    that the cache misses of several queries overlap, not only those of one.
+    """
     nq = qvalues.shape[0]
     k = qvalues.shape[1]
-    offsets = np.zeros(nq + 1, dtype=np.int64)
+    bands = keys.shape[0]
+    nruns = runs.shape[0]
     no_keys = np.empty(0, dtype=np.int64)
-    out_ids = np.empty(64, dtype=np.int64)
-    out_matches = np.empty(64, dtype=np.int64)
+    offsets = np.zeros(nq + 1, dtype=np.int64)
+    out_ids = np.empty(max(64, nq), dtype=np.int64)
+    out_matches = np.empty(max(64, nq), dtype=np.int64)
     used = 0
-    for q in range(nq):
-        codes, n = _candidates(qvalues[q], rows, keys, ids, dirs, runs, sigs, alive, no_keys, min_matches, limit)
-        if used + n > out_ids.shape[0]:
-            cap = max(2 * out_ids.shape[0], used + n)
-            bigger_ids = np.empty(cap, dtype=np.int64)
-            bigger_ids[:used] = out_ids[:used]
-            bigger_matches = np.empty(cap, dtype=np.int64)
-            bigger_matches[:used] = out_matches[:used]
-            out_ids, out_matches = bigger_ids, bigger_matches
-        for i in range(n):
-            out_ids[used + i] = codes[i] & 0xFFFFFFFF
-            out_matches[used + i] = k - (codes[i] >> 32)
-        used += n
-        offsets[q + 1] = used
+    if nruns == 0:
+        return offsets, out_ids[:0], out_matches[:0]
+    qk = np.empty((_GROUP, bands), dtype=np.uint64)
+    span = np.empty((_GROUP, 2 * bands * nruns), dtype=np.int64)
+    live = np.zeros(_GROUP, dtype=np.bool_)
+    bounds = np.zeros(_GROUP + 1, dtype=np.int64)
+    ends = np.zeros(_GROUP, dtype=np.int64)
+    hits = np.empty(64 * _GROUP, dtype=np.int64)
+    codes = np.empty(64, dtype=np.int64)
+    for g0 in range(0, nq, _GROUP):
+        g1 = min(nq, g0 + _GROUP)
+        for g in range(g1 - g0):
+            live[g] = not _is_empty(qvalues[g0 + g])
+            if live[g]:
+                _locate(qvalues[g0 + g], rows, keys, dirs, ids, runs, qk[g], span[g], False)
+        nh = 0
+        for g in range(g1 - g0):
+            if live[g]:
+                hits, nh = _scan(qk[g], span[g], keys, ids, hits, nh)
+            bounds[g + 1] = nh
+        for g in range(g1 - g0):
+            ends[g] = _resolve(hits, bounds[g], bounds[g + 1], ids, sigs)
+        for g in range(g1 - g0):
+            found = hits[bounds[g] : ends[g]]
+            if codes.shape[0] < found.shape[0]:
+                codes = np.empty(2 * found.shape[0], dtype=np.int64)
+            n = _verify(qvalues[g0 + g], found, sigs, alive, no_keys, min_matches, limit, codes)
+            if used + n > out_ids.shape[0]:
+                cap = max(2 * out_ids.shape[0], used + n)
+                bigger_ids = np.empty(cap, dtype=np.int64)
+                bigger_ids[:used] = out_ids[:used]
+                bigger_matches = np.empty(cap, dtype=np.int64)
+                bigger_matches[:used] = out_matches[:used]
+                out_ids, out_matches = bigger_ids, bigger_matches
+            for i in range(n):
+                out_ids[used + i] = codes[i] & 0xFFFFFFFF
+                out_matches[used + i] = k - (codes[i] >> 32)
+            used += n
+            offsets[g0 + g + 1] = used
     return offsets, out_ids[:used], out_matches[:used]
 
 
