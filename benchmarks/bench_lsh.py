@@ -27,7 +27,11 @@ Figures: build seconds; **index MB**, the growth of the process's resident memor
 build (for neardup it includes its own copy of the signature matrix, 512 bytes a row, which it
 keeps to verify candidates); peak RSS of the whole subprocess (``ru_maxrss`` from
 ``os.wait4``); query latency p50 / p99 / mean in microseconds (``time.perf_counter_ns`` around
-each call); recall, the fraction of near-duplicate queries whose source set is returned.
+each call); recall, the fraction of near-duplicate queries whose source set is returned; and
+**batch us / query**, all the queries answered by one call after the single ones: neardup's
+``query_batch(matrix, min_similarity=0.0)`` (candidates with their estimates, as lists of
+``(key, estimate)``) and rensa's ``query_all(minhashes)`` (candidate lists); datasketch has no
+call that answers many queries separately.
 
 Results are printed as a markdown table and saved to ``benchmarks/_results/lsh-<n>-<stamp>.json``.
 """
@@ -104,6 +108,12 @@ def time_queries(query, queries, q_source, found) -> tuple[dict, float]:
     return latency_stats(lat), hits / max(1, sum(s >= 0 for s in q_source))
 
 
+def batch_recall_of(found, q_source, hit) -> float:
+    """The recall of a batch query's answers (one per query), as ``time_queries`` counts it."""
+    hits = sum(1 for res, src in zip(found, q_source) if src >= 0 and hit(res, src))
+    return hits / max(1, sum(s >= 0 for s in q_source))
+
+
 def in_pairs(res, src) -> bool:
     return any(k == src for k, _ in res)
 
@@ -127,6 +137,8 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     warm = LSHIndex(threshold=THRESHOLD, num_perm=K)  # compile the kernels outside the timing
     warm.add(list(range(1000)), sigs[:1000])
     warm.query(qsigs[0])
+    qmatrix = np.vstack([q.values for q in qsigs])
+    warm.query_batch(qmatrix[:2], min_similarity=0.0)
     keys = list(range(len(sigs)))
     before = rss_mb()
     t0 = time.perf_counter()
@@ -137,11 +149,12 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     every, recall = time_queries(lambda q: index.query(q, min_similarity=0.0), qsigs, q_source, in_pairs)  # as peers
     verified, verified_recall = time_queries(index.query, qsigs, q_source, in_pairs)  # the default: estimate >= 0.8
     t0 = time.perf_counter()
-    index.query_batch(np.vstack([q.values for q in qsigs]), min_similarity=0.0)
+    batch_found = index.query_batch(qmatrix, min_similarity=0.0)
     batch = time.perf_counter() - t0
+    batch_recall = batch_recall_of(batch_found, q_source, in_pairs)
     p = index.params
     return {"build_s": build, "index_mb": grown, "banding": f"b={p.bands} r={p.rows}",
-            "recall": recall, "batch_query_s": batch, "query": every,
+            "recall": recall, "batch_query_s": batch, "batch_recall": batch_recall, "query": every,
             "verified_query": verified, "verified_recall": verified_recall}
 
 
@@ -198,8 +211,12 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
         del matrix  # the sketches are not part of the index
     grown = rss_mb() - before
     stats, recall = time_queries(lsh.query, queries, q_source, in_keys)
+    t0 = time.perf_counter()
+    batch_found = lsh.query_all(queries)
+    batch = time.perf_counter() - t0
     return {"build_s": build, "index_mb": grown, "banding": "b=16 r=8",
-            "recall": recall, "query": stats}
+            "recall": recall, "query": stats, "batch_query_s": batch,
+            "batch_recall": batch_recall_of(batch_found, q_source, in_keys)}
 
 
 WORKERS = {"neardup": worker_neardup, "datasketch": worker_datasketch, "rensa": worker_rensa}
@@ -215,6 +232,7 @@ def run_worker(args) -> int:
         pass
     tokens, offsets, q_sets, q_source = make_data(args.n, args.set_size, args.queries, args.seed)
     result = WORKERS[args.worker](args, tokens, offsets, q_sets, q_source)
+    result["queries"] = len(q_sets)
     result["rss_end_mb"] = rss_mb()
     Path(args.out).write_text(json.dumps(result), encoding="utf-8")
     return 0
@@ -281,14 +299,19 @@ def print_table(results: dict, n: int) -> None:
     base = results.get("neardup")
     print(f"\n**LSH index, {n:,} signatures, K = {K}, threshold {THRESHOLD}**\n")
     print("| tool | banding | build s | index MB | bytes / signature | peak RSS MB | query p50 us | query p99 us "
-          "| recall | build vs neardup | p99 vs neardup |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| batch us / query | recall | build vs neardup | p99 vs neardup | batch vs neardup |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for tool, r in results.items():
         q = r["query"]
+        nq = r.get("queries", 0)
+        batch = r["batch_query_s"] * 1e6 / nq if "batch_query_s" in r and nq else None
+        base_batch = base["batch_query_s"] * 1e6 / base["queries"] if base and "queries" in base else None
         rb = f"{r['build_s'] / base['build_s']:.1f}x" if base else "n/a"
         rq = f"{q['p99_us'] / base['query']['p99_us']:.1f}x" if base else "n/a"
+        rbq = f"{batch / base_batch:.1f}x" if batch and base_batch else "n/a"
         print(f"| {tool} | {r['banding']} | {r['build_s']:.2f} | {r['index_mb']:,.0f} | {r['index_mb'] * 2**20 / n:,.0f} "
-              f"| {r['peak_rss_mb']:,.0f} | {q['p50_us']:.1f} | {q['p99_us']:.1f} | {r['recall']:.3f} | {rb} | {rq} |")
+              f"| {r['peak_rss_mb']:,.0f} | {q['p50_us']:.1f} | {q['p99_us']:.1f} "
+              f"| {f'{batch:.2f}' if batch else 'n/a'} | {r['recall']:.3f} | {rb} | {rq} | {rbq} |")
     if base and "verified_query" in base:
         v = base["verified_query"]
         print(f"\nneardup's default query (candidates verified at estimate >= {THRESHOLD}): p50 {v['p50_us']:.1f} us, "

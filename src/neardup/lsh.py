@@ -1121,14 +1121,14 @@ class LSHIndex:
         min_matches = self._min_matches(self.threshold if min_similarity is None else min_similarity)
         limit = -1 if limit is None else _check_int("limit", limit, minimum=0)
         offsets, rows, matches = _query_kernel(values, *self._kernel_args, min_matches, limit)
-        keys = self._keys
-        k = float(self._num_perm)
-        rows = rows.tolist()
-        estimates = (matches / k).tolist()
+        estimates = (matches / float(self._num_perm)).tolist()
+        if self._keys_mapped:
+            found = list(zip(self._key_values[rows].tolist(), estimates))
+        else:
+            keys = self._keys
+            found = [(keys[r], e) for r, e in zip(rows.tolist(), estimates)]
         bounds = offsets.tolist()
-        return [
-            [(keys[rows[i]], estimates[i]) for i in range(bounds[q], bounds[q + 1])] for q in range(values.shape[0])
-        ]
+        return [found[a:b] for a, b in zip(bounds, bounds[1:])]
 
     # -- helpers ---------------------------------------------------------------------------
 
