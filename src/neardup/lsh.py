@@ -511,8 +511,9 @@ def _sort_prefix(a, n):
 
 
 @nb.njit(inline="always")
-def _grown(a):
-    bigger = np.empty(2 * a.shape[0], dtype=a.dtype)
+def _grown(a, need):
+    """A copy of ``a`` with room for at least ``need`` items (at least twice as many)."""
+    bigger = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
     bigger[: a.shape[0]] = a
     return bigger
 
@@ -559,9 +560,19 @@ def _locate(q, rows, keys, dirs, ids, runs, qk, span, prefetch_ids):
 
 
 @nb.njit(inline="always")
+def _room(span, hits, nh):
+    """``hits``, grown if needed to hold ``nh`` plus every key of the buckets in ``span``."""
+    need = nh
+    for i in range(span.shape[0] // 2):
+        need += span[2 * i + 1] - span[2 * i]
+    return hits if need <= hits.shape[0] else _grown(hits, need)
+
+
+@nb.njit(inline="always")
 def _scan(qk, span, keys, ids, hits, nh):
-    """Phase 2: append to ``hits[nh:]`` (grown as needed) the place ``band << 40 | column`` of
-    every key equal to the query's in its bucket, and prefetch its id. Returns ``(hits, nh)``."""
+    """Phase 2: append to ``hits[nh:]`` (which must have room for every key of the buckets, see
+    ``_room``) the place ``band << 40 | column`` of every key equal to the query's in its
+    bucket, and prefetch its id. Returns the new ``nh``."""
     bands = keys.shape[0]
     width = keys.shape[1]
     for r in range(span.shape[0] // (2 * bands)):
@@ -583,8 +594,6 @@ def _scan(qk, span, keys, ids, hits, nh):
                 t = 0
                 while m != 0:
                     if m & 1:
-                        if nh == hits.shape[0]:
-                            hits = _grown(hits)
                         hits[nh] = (np.int64(j) << 40) | (a + t)
                         _prefetch(ids, (j, a + t))
                         nh += 1
@@ -593,12 +602,10 @@ def _scan(qk, span, keys, ids, hits, nh):
                 continue
             a += np.searchsorted(keys[j, a:b], key)  # a long bucket: many equal keys
             while a < b and keys[j, a] == key:
-                if nh == hits.shape[0]:
-                    hits = _grown(hits)
                 hits[nh] = (np.int64(j) << 40) | a
                 nh += 1
                 a += 1
-    return hits, nh
+    return nh
 
 
 @nb.njit(inline="always")
@@ -667,7 +674,8 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
     qk = np.empty(bands, dtype=np.uint64)
     span = np.empty(2 * bands * nruns, dtype=np.int64)
     _locate(q, rows, keys, dirs, ids, runs, qk, span, True)
-    hits, nh = _scan(qk, span, keys, ids, np.empty(max(32, bands), dtype=np.int64), 0)
+    hits = _room(span, np.empty(max(32, bands), dtype=np.int64), 0)
+    nh = _scan(qk, span, keys, ids, hits, 0)
     end = _resolve(hits, 0, nh, ids, sigs)
     n = _verify(q, hits[:end], sigs, alive, key_values, min_matches, limit, hits)
     return hits, n
@@ -763,7 +771,8 @@ def _query_kernel(qvalues, rows, keys, ids, dirs, runs, sigs, alive, min_matches
         nh = 0
         for g in range(g1 - g0):
             if live[g]:
-                hits, nh = _scan(qk[g], span[g], keys, ids, hits, nh)
+                hits = _room(span[g], hits, nh)
+                nh = _scan(qk[g], span[g], keys, ids, hits, nh)
             bounds[g + 1] = nh
         for g in range(g1 - g0):
             ends[g] = _resolve(hits, bounds[g], bounds[g + 1], ids, sigs)
