@@ -710,7 +710,7 @@ def test_keys_of_every_kind_over_runs_removals_and_compaction(keys_kind):
     index.remove(gone)  # more than half: compacts
     for k in gone:
         del model[k]
-    assert len(index._keys) == len(model)
+    assert index._n == len(model)  # compacted: no removed rows left
     back = gone[:50]
     index.add(back, np.array([rows[keys.index(k)] for k in back]))
     model.update((k, rows[keys.index(k)]) for k in back)
@@ -766,6 +766,25 @@ def test_query_accepts_every_form_of_one_signature():
         index.query(rows[0], min_similarity=float("nan"))
     assert index.query(rows[0], min_similarity=0) == index.query(rows[0], min_similarity=0.0)
     assert index.query(rows[0], min_similarity=Fraction(3, 5)) == index.query(rows[0], min_similarity=0.6)
+
+
+def test_int_keys_live_in_an_array_until_another_key_comes():
+    """Int keys are kept in an array only (no list of n objects for the garbage collector to
+    walk); the first other key turns them into a list, removed rows included."""
+    import gc
+
+    rows = _dataset(81, n=300)[:300]
+    index = LSHIndex(0.6, K, bands=B, rows=R)
+    index.add(range(200), rows[:200])
+    assert index._keys is None and not gc.is_tracked(index._ids)
+    index.remove(range(0, 200, 3))
+    model = {i: rows[i] for i in range(200) if i % 3}
+    index.add([f"s{i}" for i in range(200, 300)], rows[200:])
+    model.update((f"s{i}", rows[i]) for i in range(200, 300))
+    assert len(index._keys) == 300 and list(index) == list(model)
+    for q in _queries(np.random.default_rng(81), rows, 30):
+        assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
+    assert 0 not in index and 1 in index and "s250" in index
 
 
 def test_a_query_with_hundreds_of_results():
