@@ -27,7 +27,7 @@ Figures: build seconds; **index MB**, the growth of the process's resident memor
 build (for neardup it includes its own copy of the signature matrix, 512 bytes a row, which it
 keeps to verify candidates); peak RSS of the whole subprocess (``ru_maxrss`` from
 ``os.wait4``); query latency p50 / p99 / mean in microseconds (``time.perf_counter_ns`` around
-each call); recall, the fraction of near-duplicate queries whose source set is returned; and
+each call, with the garbage collector paused as ``timeit`` does); recall, the fraction of near-duplicate queries whose source set is returned; and
 **batch us / query**, all the queries answered by one call after the single ones: neardup's
 ``query_batch(matrix, min_similarity=0.0)`` (candidates with their estimates, as lists of
 ``(key, estimate)``) and rensa's ``query_all(minhashes)`` (candidate lists); datasketch has no
@@ -45,7 +45,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import datetime as dt  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -95,16 +97,30 @@ def latency_stats(ns: list[int]) -> dict:
             "mean_us": float(a.mean()), "max_us": float(a.max())}
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Collect, then keep Python's cyclic garbage collector off (as ``timeit`` does): a full
+    collection walks every object of the process (20-40 ms in these workers), and where one
+    happens to fall in a timed query says nothing about the tool."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def time_queries(query, queries, q_source, found) -> tuple[dict, float]:
     """Latency stats of ``query(q)`` one query at a time, and the recall: the share of
     near-duplicate queries (``q_source >= 0``) whose source ``found(result, source)`` reports."""
     lat, hits = [], 0
-    for q, src in zip(queries, q_source):
-        t = time.perf_counter_ns()
-        res = query(q)
-        lat.append(time.perf_counter_ns() - t)
-        if src >= 0 and found(res, src):
-            hits += 1
+    with gc_paused():
+        for q, src in zip(queries, q_source):
+            t = time.perf_counter_ns()
+            res = query(q)
+            lat.append(time.perf_counter_ns() - t)
+            if src >= 0 and found(res, src):
+                hits += 1
     return latency_stats(lat), hits / max(1, sum(s >= 0 for s in q_source))
 
 
@@ -148,9 +164,10 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     grown = rss_mb() - before
     every, recall = time_queries(lambda q: index.query(q, min_similarity=0.0), qsigs, q_source, in_pairs)  # as peers
     verified, verified_recall = time_queries(index.query, qsigs, q_source, in_pairs)  # the default: estimate >= 0.8
-    t0 = time.perf_counter()
-    batch_found = index.query_batch(qmatrix, min_similarity=0.0)
-    batch = time.perf_counter() - t0
+    with gc_paused():
+        t0 = time.perf_counter()
+        batch_found = index.query_batch(qmatrix, min_similarity=0.0)
+        batch = time.perf_counter() - t0
     batch_recall = batch_recall_of(batch_found, q_source, in_pairs)
     p = index.params
     return {"build_s": build, "index_mb": grown, "banding": f"b={p.bands} r={p.rows}",
@@ -211,9 +228,10 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
         del matrix  # the sketches are not part of the index
     grown = rss_mb() - before
     stats, recall = time_queries(lsh.query, queries, q_source, in_keys)
-    t0 = time.perf_counter()
-    batch_found = lsh.query_all(queries)
-    batch = time.perf_counter() - t0
+    with gc_paused():
+        t0 = time.perf_counter()
+        batch_found = lsh.query_all(queries)
+        batch = time.perf_counter() - t0
     return {"build_s": build, "index_mb": grown, "banding": "b=16 r=8",
             "recall": recall, "query": stats, "batch_query_s": batch,
             "batch_recall": batch_recall_of(batch_found, q_source, in_keys)}
