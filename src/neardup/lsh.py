@@ -726,13 +726,14 @@ def _query_one(q, state, min_matches, limit):
     if n == 0:
         return 0, 0, 0, None
     mapped = key_values.shape[0] > 0
+    if n == 1:
+        r = codes[0] & 0xFFFFFFFF
+        return 1, key_values[r] if mapped else r, k - (codes[0] >> 32), None
     pairs = np.empty((n, 2), dtype=np.int64)
     for i in range(n):
         r = codes[i] & 0xFFFFFFFF
         pairs[i, 0] = key_values[r] if mapped else r
         pairs[i, 1] = k - (codes[i] >> 32)
-    if n == 1:
-        return 1, pairs[0, 0], pairs[0, 1], None
     return n, pairs[0, 0], pairs[0, 1], pairs
 
 
