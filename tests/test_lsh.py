@@ -472,6 +472,11 @@ def test_query_batch_equals_repeated_query_and_limit():
     full = index.query(queries[0], min_similarity=0.0)
     assert index.query(queries[0], min_similarity=0.0, limit=3) == full[:3]
     assert index.query_batch(queries[:0]) == []
+    # batches of every length around the kernel's group of queries, with empty signatures and
+    # exact copies (many results) in between
+    mixed = np.vstack([queries[:13], np.full((2, K), 0xFFFFFFFF, dtype=np.uint32), rows[:6], queries[13:20]])
+    for n in (1, 7, 8, 9, 16, 17, len(mixed)):
+        assert index.query_batch(mixed[:n], min_similarity=0.0) == [index.query(q, min_similarity=0.0) for q in mixed[:n]]
 
 
 def test_estimates_and_threshold_boundary():
