@@ -587,9 +587,10 @@ def _scan(qk, span, keys, ids, hits, nh):
                 # mispredicts its exit in almost every bucket). Reads stay inside the bucket's
                 # (prefetched) lines: past its end, the last key is read again.
                 top = min(max(a, b - 1), width - 1)  # an empty bucket may start at the very end
+                row = keys[j]
                 m = 0
-                for t in range(_SCAN):
-                    m |= np.int64(keys[j, min(a + t, top)] == key) << t
+                for t in range(_SCAN):  # unsigned indices into one row: no wraparound code (~0.05 us a query)
+                    m |= np.int64(row[np.uint64(min(a + t, top))] == key) << t
                 m &= (np.int64(1) << (b - a)) - 1
                 t = 0
                 while m != 0:
