@@ -27,11 +27,12 @@ Figures: build seconds; **index MB**, the growth of the process's resident memor
 build (for neardup it includes its own copy of the signature matrix, 512 bytes a row, which it
 keeps to verify candidates); peak RSS of the whole subprocess (``ru_maxrss`` from
 ``os.wait4``); query latency p50 / p99 / mean in microseconds (``time.perf_counter_ns`` around
-each call, with the garbage collector paused as ``timeit`` does); recall, the fraction of near-duplicate queries whose source set is returned; and
-**batch us / query**, all the queries answered by one call after the single ones: neardup's
-``query_batch(matrix, min_similarity=0.0)`` (candidates with their estimates, as lists of
-``(key, estimate)``) and rensa's ``query_all(minhashes)`` (candidate lists); datasketch has no
-call that answers many queries separately.
+each call, with the garbage collector paused as ``timeit`` does); recall, the fraction of
+near-duplicate queries whose source set is returned; and **batch us / query**, all the queries
+answered by one call after the single ones: neardup's ``query_batch(matrix, min_similarity=0.0)``
+(candidates with their estimates, as lists of ``(key, estimate)``) and rensa's
+``query_all(minhashes)`` (candidate lists); datasketch has no call that answers many queries
+separately.
 
 Results are printed as a markdown table and saved to ``benchmarks/_results/lsh-<n>-<stamp>.json``.
 """
@@ -111,22 +112,20 @@ def gc_paused():
 
 
 def time_queries(query, queries, q_source, found) -> tuple[dict, float]:
-    """Latency stats of ``query(q)`` one query at a time, and the recall: the share of
-    near-duplicate queries (``q_source >= 0``) whose source ``found(result, source)`` reports."""
-    lat, hits = [], 0
+    """Latency stats of ``query(q)`` one query at a time, and the recall (``recall_of``)."""
+    lat, results = [], []
     with gc_paused():
-        for q, src in zip(queries, q_source):
+        for q in queries:
             t = time.perf_counter_ns()
-            res = query(q)
+            results.append(query(q))
             lat.append(time.perf_counter_ns() - t)
-            if src >= 0 and found(res, src):
-                hits += 1
-    return latency_stats(lat), hits / max(1, sum(s >= 0 for s in q_source))
+    return latency_stats(lat), recall_of(results, q_source, found)
 
 
-def batch_recall_of(found, q_source, hit) -> float:
-    """The recall of a batch query's answers (one per query), as ``time_queries`` counts it."""
-    hits = sum(1 for res, src in zip(found, q_source) if src >= 0 and hit(res, src))
+def recall_of(results, q_source, found) -> float:
+    """The share of near-duplicate queries (``q_source >= 0``) whose source ``found(result,
+    source)`` reports, given one result per query."""
+    hits = sum(1 for res, src in zip(results, q_source) if src >= 0 and found(res, src))
     return hits / max(1, sum(s >= 0 for s in q_source))
 
 
@@ -168,7 +167,7 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
         t0 = time.perf_counter()
         batch_found = index.query_batch(qmatrix, min_similarity=0.0)
         batch = time.perf_counter() - t0
-    batch_recall = batch_recall_of(batch_found, q_source, in_pairs)
+    batch_recall = recall_of(batch_found, q_source, in_pairs)
     p = index.params
     return {"build_s": build, "index_mb": grown, "banding": f"b={p.bands} r={p.rows}",
             "recall": recall, "batch_query_s": batch, "batch_recall": batch_recall, "query": every,
@@ -234,7 +233,7 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
         batch = time.perf_counter() - t0
     return {"build_s": build, "index_mb": grown, "banding": "b=16 r=8",
             "recall": recall, "query": stats, "batch_query_s": batch,
-            "batch_recall": batch_recall_of(batch_found, q_source, in_keys)}
+            "batch_recall": recall_of(batch_found, q_source, in_keys)}
 
 
 WORKERS = {"neardup": worker_neardup, "datasketch": worker_datasketch, "rensa": worker_rensa}
