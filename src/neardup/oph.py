@@ -127,13 +127,24 @@ def oph_fold(x, salt, sig):
 def oph_fold_many(hashes, lo, hi, salt, sig, bins, values):
     """Fold ``hashes[lo:hi]`` into ``sig``: first every bin and value (a vectorized loop), then
     the minima (``bins``, ``values``: scratch of at least ``hi - lo`` entries)."""
-    kk = np.uint64(sig.shape[0])
+    k = sig.shape[0]
+    kk = np.uint64(k)
     xs = hashes[lo:hi]
     m = xs.shape[0]
-    for i in range(m):
-        y = fmix64(xs[i] ^ salt)
-        bins[i] = ((y >> np.uint64(32)) * kk) >> np.uint64(32)
-        values[i] = np.uint32(y & _LOW32)
+    if k >= 2 and k & (k - 1) == 0:  # K = 2^p: the bin ((y >> 32) * K) >> 32 is y >> (64 - p), one multiply less
+        p = 0
+        while (1 << p) < k:
+            p += 1
+        sh = np.uint64(64 - p)
+        for i in range(m):
+            y = fmix64(xs[i] ^ salt)
+            bins[i] = y >> sh
+            values[i] = np.uint32(y & _LOW32)
+    else:
+        for i in range(m):
+            y = fmix64(xs[i] ^ salt)
+            bins[i] = ((y >> np.uint64(32)) * kk) >> np.uint64(32)
+            values[i] = np.uint32(y & _LOW32)
     for i in range(m):
         b = bins[i]
         sig[b] = min(sig[b], values[i])
