@@ -73,7 +73,6 @@ DEFAULT_FN_WEIGHT = 0.98
 _MAX_GL_NODES = 128
 _PARALLEL_ROWS = 65536  # batches at least this large are sorted / hashed on threads
 _SCAN = 8  # keys compared at once in a bucket (see _scan)
-_GROUP = 8  # queries whose lookups overlap in query_batch (see _query_kernel)
 _UINT32 = np.dtype(np.uint32)
 _NO_KEY_VALUES = np.empty(0, dtype=np.int64)
 _UNRESOLVED = object()  # an entry point that LSHIndex._resolve_entry_point has not looked up yet
@@ -527,10 +526,10 @@ def _is_empty(q):
 
 
 @nb.njit(inline="always")
-def _locate(q, rows, keys, dirs, ids, runs, qk, span, prefetch_ids):
+def _locate(q, rows, keys, dirs, ids, runs, qk, span):
     """Phase 1 of a query: the band keys of ``q`` into ``qk`` and, for every (run, band) pair,
     the bucket that can hold the key into ``span`` (``span[2i]:span[2i+1]``, ``i = run * bands +
-    band``), with a prefetch of the bucket's keys (and of its first id if ``prefetch_ids``).
+    band``), with a prefetch of the bucket's keys and first id.
 
     Every directory read here is independent of the others, so their cache misses overlap; so
     do the prefetches, which the scan of phase 2 then finds on their way.
@@ -555,24 +554,23 @@ def _locate(q, rows, keys, dirs, ids, runs, qk, span, prefetch_ids):
             c = min(a, last)
             _prefetch(keys, (j, c))
             _prefetch(keys, (j, max(c, min(span[2 * i + 1], last + 1) - 1)))  # a bucket may span two lines
-            if prefetch_ids:
-                _prefetch(ids, (j, c))
+            _prefetch(ids, (j, c))
 
 
 @nb.njit(inline="always")
-def _room(span, hits, nh):
-    """``hits``, grown if needed to hold ``nh`` plus every key of the buckets in ``span``."""
-    need = nh
+def _room(span, hits):
+    """``hits``, grown if needed to hold every key of the buckets in ``span``."""
+    need = 0
     for i in range(span.shape[0] // 2):
         need += span[2 * i + 1] - span[2 * i]
     return hits if need <= hits.shape[0] else _grown(hits, need)
 
 
 @nb.njit(inline="always")
-def _scan(qk, span, keys, ids, hits, nh):
-    """Phase 2: append to ``hits[nh:]`` (which must have room for every key of the buckets, see
-    ``_room``) the place ``band << 40 | column`` of every key equal to the query's in its
-    bucket, and prefetch its id. Returns the new ``nh``."""
+def _scan(qk, span, keys, ids, hits):
+    """Phase 2: write to ``hits`` (which must have room for every key of the buckets, see
+    ``_room``) the row of every key equal to the query's in its bucket. Returns how many."""
+    nh = 0
     bands = keys.shape[0]
     width = keys.shape[1]
     for r in range(span.shape[0] // (2 * bands)):
@@ -595,32 +593,27 @@ def _scan(qk, span, keys, ids, hits, nh):
                 t = 0
                 while m != 0:
                     if m & 1:
-                        hits[nh] = (np.int64(j) << 40) | (a + t)
-                        _prefetch(ids, (j, a + t))
+                        hits[nh] = ids[j, a + t]
                         nh += 1
                     m >>= 1
                     t += 1
                 continue
             a += np.searchsorted(keys[j, a:b], key)  # a long bucket: many equal keys
             while a < b and keys[j, a] == key:
-                hits[nh] = (np.int64(j) << 40) | a
+                hits[nh] = ids[j, a]
                 nh += 1
                 a += 1
     return nh
 
 
 @nb.njit(inline="always")
-def _resolve(hits, start, nh, ids, sigs):
-    """Phase 3: turn the places ``hits[start:nh]`` into their rows, sorted and without repeats,
-    and prefetch each row's signature. Returns ``end``: the rows are ``hits[start:end]``."""
-    mask = (np.int64(1) << 40) - 1
-    for i in range(start, nh):
-        h = hits[i]
-        hits[i] = ids[h >> 40, h & mask]
-    _sort_prefix(hits[start:nh], nh - start)
-    end = start
+def _distinct(hits, nh, sigs):
+    """Phase 3: sort the rows ``hits[:nh]`` and drop repeats, prefetching each row's signature.
+    Returns how many rows: they are ``hits[:end]``."""
+    _sort_prefix(hits, nh)
+    end = 0
     prev = -1
-    for i in range(start, nh):
+    for i in range(nh):
         row = hits[i]
         if row != prev:
             prev = row
@@ -664,7 +657,7 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
     descending, then row (insertion order) ascending; at most ``limit`` of them (``limit < 0``: all).
     ``key_values`` (possibly empty) is only prefetched for the candidates.
 
-    The lookups go in phases over all (run, band) pairs (``_locate``, ``_scan``, ``_resolve``,
+    The lookups go in phases over all (run, band) pairs (``_locate``, ``_scan``, ``_distinct``,
     ``_verify``) so that the cache misses of a phase (about one per pair, each ~0.1-0.25 us)
     are independent and overlap instead of adding up.
     """
@@ -674,10 +667,10 @@ def _candidates(q, rows, keys, ids, dirs, runs, sigs, alive, key_values, min_mat
         return np.empty(0, dtype=np.int64), 0
     qk = np.empty(bands, dtype=np.uint64)
     span = np.empty(2 * bands * nruns, dtype=np.int64)
-    _locate(q, rows, keys, dirs, ids, runs, qk, span, True)
-    hits = _room(span, np.empty(max(32, bands), dtype=np.int64), 0)
-    nh = _scan(qk, span, keys, ids, hits, 0)
-    end = _resolve(hits, 0, nh, ids, sigs)
+    _locate(q, rows, keys, dirs, ids, runs, qk, span)
+    hits = _room(span, np.empty(max(32, bands), dtype=np.int64))
+    nh = _scan(qk, span, keys, ids, hits)
+    end = _distinct(hits, nh, sigs)
     n = _verify(q, hits[:end], sigs, alive, key_values, min_matches, limit, hits)
     return hits, n
 
@@ -741,60 +734,28 @@ def _query_one(q, state, min_matches, limit):
 @nb.njit(cache=True, nogil=True)
 def _query_kernel(qvalues, rows, keys, ids, dirs, runs, sigs, alive, min_matches, limit):
     """``_candidates`` of every query row. Returns (offsets, ids, matches): query q's results are
-    ``offsets[q]:offsets[q+1]``, in the order of ``_candidates``.
-
-    Queries go in groups of ``_GROUP``, each phase run for the whole group before the next, so
-    that the cache misses of several queries overlap, not only those of one.
-    """
+    ``offsets[q]:offsets[q+1]``, in the order of ``_candidates``."""
     nq = qvalues.shape[0]
     k = qvalues.shape[1]
-    bands = keys.shape[0]
-    nruns = runs.shape[0]
-    no_keys = np.empty(0, dtype=np.int64)
     offsets = np.zeros(nq + 1, dtype=np.int64)
+    no_keys = np.empty(0, dtype=np.int64)
     out_ids = np.empty(max(64, nq), dtype=np.int64)
     out_matches = np.empty(max(64, nq), dtype=np.int64)
     used = 0
-    if nruns == 0:
-        return offsets, out_ids[:0], out_matches[:0]
-    qk = np.empty((_GROUP, bands), dtype=np.uint64)
-    span = np.empty((_GROUP, 2 * bands * nruns), dtype=np.int64)
-    live = np.zeros(_GROUP, dtype=np.bool_)
-    bounds = np.zeros(_GROUP + 1, dtype=np.int64)
-    ends = np.zeros(_GROUP, dtype=np.int64)
-    hits = np.empty(64 * _GROUP, dtype=np.int64)
-    codes = np.empty(64, dtype=np.int64)
-    for g0 in range(0, nq, _GROUP):
-        g1 = min(nq, g0 + _GROUP)
-        for g in range(g1 - g0):
-            live[g] = not _is_empty(qvalues[g0 + g])
-            if live[g]:
-                _locate(qvalues[g0 + g], rows, keys, dirs, ids, runs, qk[g], span[g], False)
-        nh = 0
-        for g in range(g1 - g0):
-            if live[g]:
-                hits = _room(span[g], hits, nh)
-                nh = _scan(qk[g], span[g], keys, ids, hits, nh)
-            bounds[g + 1] = nh
-        for g in range(g1 - g0):
-            ends[g] = _resolve(hits, bounds[g], bounds[g + 1], ids, sigs)
-        for g in range(g1 - g0):
-            found = hits[bounds[g] : ends[g]]
-            if codes.shape[0] < found.shape[0]:
-                codes = np.empty(2 * found.shape[0], dtype=np.int64)
-            n = _verify(qvalues[g0 + g], found, sigs, alive, no_keys, min_matches, limit, codes)
-            if used + n > out_ids.shape[0]:
-                cap = max(2 * out_ids.shape[0], used + n)
-                bigger_ids = np.empty(cap, dtype=np.int64)
-                bigger_ids[:used] = out_ids[:used]
-                bigger_matches = np.empty(cap, dtype=np.int64)
-                bigger_matches[:used] = out_matches[:used]
-                out_ids, out_matches = bigger_ids, bigger_matches
-            for i in range(n):
-                out_ids[used + i] = codes[i] & 0xFFFFFFFF
-                out_matches[used + i] = k - (codes[i] >> 32)
-            used += n
-            offsets[g0 + g + 1] = used
+    for q in range(nq):
+        codes, n = _candidates(qvalues[q], rows, keys, ids, dirs, runs, sigs, alive, no_keys, min_matches, limit)
+        if used + n > out_ids.shape[0]:
+            cap = max(2 * out_ids.shape[0], used + n)
+            bigger_ids = np.empty(cap, dtype=np.int64)
+            bigger_ids[:used] = out_ids[:used]
+            bigger_matches = np.empty(cap, dtype=np.int64)
+            bigger_matches[:used] = out_matches[:used]
+            out_ids, out_matches = bigger_ids, bigger_matches
+        for i in range(n):
+            out_ids[used + i] = codes[i] & 0xFFFFFFFF
+            out_matches[used + i] = k - (codes[i] >> 32)
+        used += n
+        offsets[q + 1] = used
     return offsets, out_ids[:used], out_matches[:used]
 
 
