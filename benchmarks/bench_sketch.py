@@ -142,21 +142,18 @@ def rensa_tools(kind: str, k: int):
 
     shingler = SHINGLERS[kind]
 
-    def full_set(lists):
-        out = []
-        for s in lists:
-            m = RMinHash(k, RENSA_SEED)
-            m.update(s)
-            out.append(m.digest())
-        return out
+    def one_by_one(cls):
+        """Sketch each set with its own ``cls`` object, as a user of the full-set API does."""
+        def sketch(lists):
+            out = []
+            for s in lists:
+                m = cls(k, RENSA_SEED)
+                m.update(s)
+                out.append(m.digest())
+            return out
+        return sketch
 
-    def cminhash(lists):
-        out = []
-        for s in lists:
-            m = CMinHash(k, RENSA_SEED)
-            m.update(s)
-            out.append(m.digest())
-        return out
+    full_set, cminhash = one_by_one(RMinHash), one_by_one(CMinHash)
 
     def batch(lists):
         return RMinHash.digest_matrix_from_token_sets(lists, k, RENSA_SEED)
