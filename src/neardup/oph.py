@@ -116,14 +116,6 @@ def oph_sequence(params: np.ndarray, num_perm: int) -> np.ndarray:
 
 
 @nb.njit(inline="always", cache=True)
-def oph_fold(x, salt, sig):
-    """Fold one element hash ``x`` into the (not yet densified) OPH signature ``sig``."""
-    y = fmix64(x ^ salt)
-    k = ((y >> np.uint64(32)) * np.uint64(sig.shape[0])) >> np.uint64(32)
-    sig[k] = min(sig[k], np.uint32(y & _LOW32))  # no branch: whether it lowers the bin is a coin flip
-
-
-@nb.njit(inline="always", cache=True)
 def oph_fold_many(hashes, lo, hi, salt, sig, bins, values):
     """Fold ``hashes[lo:hi]`` into ``sig``: first every bin and value (a vectorized loop), then
     the minima (``bins``, ``values``: scratch of at least ``hi - lo`` entries)."""
@@ -147,7 +139,7 @@ def oph_fold_many(hashes, lo, hi, salt, sig, bins, values):
             values[i] = np.uint32(y & _LOW32)
     for i in range(m):
         b = bins[i]
-        sig[b] = min(sig[b], values[i])
+        sig[b] = min(sig[b], values[i])  # no branch: whether it lowers the bin is often a coin flip
 
 
 @nb.njit(cache=True, nogil=True)
