@@ -142,8 +142,8 @@ def in_keys(res, src) -> bool:
 def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     import numpy as np
 
-    from neardup.lsh import LSHIndex
-    from neardup.minhash import MinHasher
+    from neardup.index.lsh import LSHIndex
+    from neardup.methods.minhash.sketch import MinHasher
 
     mh = MinHasher.for_sets(K, 1)
     sigs = mh.sign_hashed(tokens, offsets)
@@ -178,7 +178,7 @@ def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
     import numpy as np
     from datasketch import LeanMinHash, MinHashLSH
 
-    from neardup.minhash import MinHasher
+    from neardup.methods.minhash.sketch import MinHasher
 
     mh = MinHasher.for_sets(K, 1)
     n = len(offsets) - 1

@@ -7,7 +7,7 @@ Everything runs on one core: the process is pinned to one CPU and numba/BLAS thr
 limited to 1 before anything is imported. Times are wall-clock medians of ``--repeats`` runs
 after a warm-up (numba compilation is not timed). Sections:
 
-1. **all-pairs**: ``neardup.hamming.all_pairs(fps, 3)`` on n random 64-bit fingerprints with
+1. **all-pairs**: ``neardup.methods.simhash.search.all_pairs(fps, 3)`` on n random 64-bit fingerprints with
    planted near pairs (10,000 at distance 0-3, which must all be found, and 5,000 decoys at
    4-6, which must not be); every reported distance is re-checked. Also ``HammingIndex``
    build + 10,000 queries.
@@ -42,9 +42,11 @@ if hasattr(os, "sched_setaffinity"):
 
 import numpy as np  # noqa: E402
 
-from neardup.hamming import HammingIndex, all_pairs, unique_pairs  # noqa: E402
-from neardup.shingles import Shingling  # noqa: E402
-from neardup.simhash import SimHasher  # noqa: E402
+from neardup.index.hamming import HammingIndex
+from neardup.methods.simhash.search import all_pairs
+from neardup.methods.simhash.search import unique_pairs  # noqa: E402
+from neardup.methods.simhash.sketch import SimHasher  # noqa: E402
+from neardup.text.shingles import Shingling  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "_data"
@@ -205,7 +207,7 @@ def bench_text(docs: int, repeats: int) -> None:
     try:
         from simhash import Simhash
 
-        from neardup.text import tokenize
+        from neardup.text.normalize import tokenize
 
         bigrams = [[" ".join(p) for p in zip(toks, toks[1:])] or [" ".join(toks)]
                    for toks in map(tokenize, texts)]

@@ -89,8 +89,8 @@ def as_bytes(shingles: list[str]) -> list[bytes]:
 def neardup_tools(kind: str, k: int):
     import numpy as np
 
-    from neardup.minhash import MinHasher
-    from neardup.shingles import Shingling, shingle_batch
+    from neardup.methods.minhash.sketch import MinHasher
+    from neardup.text.shingles import Shingling, shingle_batch
 
     sh = Shingling(kind, 5)
     hashers = {name: MinHasher(num_perm=k, seed=1, shingling=sh, sketch=name) for name in ("classic", "oph")}
@@ -186,14 +186,21 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
     import numba as nb
     import numpy as np
 
-    from neardup.minhash import MinHasher
-    from neardup.shingles import (_HASH_BLOCK, _LOCKSTEP_WORDS, Shingling, _char_units, _doc_hashes,
-                                  _scratch, _word_tokens, encode_for_sketch, encode_texts)
-    from neardup.text import CHAR_CLASS
+    from neardup.methods.minhash.sketch import MinHasher
+    from neardup._kernels.shingles import (
+        HASH_BLOCK,
+        LOCKSTEP_WORDS,
+        _char_units,
+        doc_hashes,
+        doc_scratch,
+        _word_tokens,
+    )
+    from neardup.text.shingles import Shingling, encode_for_sketch, encode_texts
+    from neardup._kernels.charclass import CHAR_CLASS
 
     @nb.njit(nogil=True)
     def pass1(data, off, table, kind):
-        buf, words, pos = _scratch(off[:-1], off[1:])
+        buf, words, pos = doc_scratch(off[:-1], off[1:])
         t = 0
         for d in range(off.shape[0] - 1):
             if kind == 0:
@@ -204,12 +211,12 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
 
     @nb.njit(nogil=True)
     def pass12(data, off, table, kind, n):
-        buf, words, pos = _scratch(off[:-1], off[1:])
+        buf, words, pos = doc_scratch(off[:-1], off[1:])
         hs = np.empty(pos.shape[0], np.uint64)
-        scratch = np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), dtype=np.uint64)
+        scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
         t = 0
         for d in range(off.shape[0] - 1):
-            t += _doc_hashes(data, off[d], off[d + 1], table, kind, n, False, buf, words, pos, hs, 0, scratch)
+            t += doc_hashes(data, off[d], off[d + 1], table, kind, n, False, buf, words, pos, hs, 0, scratch)
         return t
 
     rows = []

@@ -47,10 +47,12 @@ GENERATOR = ROOT / "examples" / "generate_corpus.py"
 sys.path.insert(0, str(ROOT / "src"))
 
 from neardup import io  # noqa: E402
-from neardup.dedup_minhash import MinHashConfig  # noqa: E402
-from neardup.dedup_spotsigs import SpotSigsConfig  # noqa: E402
-from neardup.pipeline import dedup  # noqa: E402
-from neardup.spotsigs import all_pairs, all_pairs_unpruned, extract, idf_filter  # noqa: E402
+from neardup.api import dedup  # noqa: E402
+from neardup.methods.minhash.config import MinHashConfig  # noqa: E402
+from neardup.methods.spotsigs.config import SpotSigsConfig  # noqa: E402
+from neardup.methods.spotsigs.pairs import all_pairs, all_pairs_unpruned
+from neardup.methods.spotsigs.signatures import extract
+from neardup.methods.spotsigs.signatures import idf_filter  # noqa: E402
 
 
 def generator_version() -> int:

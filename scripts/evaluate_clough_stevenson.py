@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.evaluation import best_threshold
-from neardup.measures import containment_sorted, jaccard_sorted
-from neardup.minhash import MinHasher
-from neardup.shingles import Shingling, shingle_batch
+from neardup.eval.metrics import best_threshold
+from neardup._kernels.measures import containment_sorted, jaccard_sorted
+from neardup.methods.minhash.sketch import MinHasher
+from neardup.text.shingles import Shingling, shingle_batch
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "clough-stevenson"
@@ -85,7 +85,7 @@ def scores(corpus: Corpus) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     srcs = [corpus.sources[t] for t in corpus.tasks]
     try:
-        from neardup.simhash import SimHasher
+        from neardup.methods.simhash.sketch import SimHasher
     except ImportError:
         SimHasher = None
     for sh in SHINGLINGS:

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from neardup.io import read_documents
-from neardup.candidates import Verifier, find_clusters
-from neardup.dedup_minhash import MinHashConfig, sketch_batch
-from neardup.lsh import band_keys
-from neardup.minhash import MinHasher
-from neardup.shingles import Shingling, shingle_batch
-from neardup.measures import all_pairs_jaccard
+from neardup.io.read import read_documents
+from neardup.methods.minhash.candidates import Verifier, find_clusters
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.methods.minhash.lsh import band_keys
+from neardup.methods.minhash.sketch import MinHasher
+from neardup.text.shingles import Shingling, shingle_batch
+from neardup.core.measures import all_pairs_jaccard
 
 REPO = Path(__file__).resolve().parent.parent
 NEAR = {"exact", "light", "medium"}
@@ -102,7 +102,7 @@ def k_table(ids, texts) -> list[str]:
     for k in (64, 128, 256):
         for t in (0.7, 0.8, 0.9):
             config = MinHashConfig(threshold=t, num_perm=k, shingling=sh)
-            v, c, _ = sketch_batch(texts, MinHasher(scheme=config.scheme))
+            v, c = MinHasher(scheme=config.scheme).sign_texts_with_counts(texts)
             lsh = config.lsh
             res = find_clusters(band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0),
                                 Verifier.signature(v, t), want_pairs=True)

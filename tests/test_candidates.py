@@ -18,12 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import Verifier, find_clusters, in_buckets, similarity_to
-from neardup.cluster import components
-from neardup.lsh import band_keys, params_for
-from neardup.measures import jaccard_sorted
-from neardup.minhash import EMPTY_VALUE, MinHasher
-from neardup.shingles import Shingling, shingle_batch
+from neardup.methods.minhash.candidates import Verifier, find_clusters, in_buckets, similarity_to
+from neardup.core.components import components
+from neardup.methods.minhash.lsh import band_keys, params_for
+from neardup._kernels.measures import jaccard_sorted
+from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.methods.minhash.sketch import MinHasher
+from neardup.text.shingles import Shingling, shingle_batch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,7 +336,7 @@ def test_verifier_min_matches():
 
 def test_next_band_sorted_on_a_thread_gives_the_same_result(monkeypatch):
     """Large inputs sort band b+1 on a thread while band b is verified: same roots, pairs, stats."""
-    import neardup.candidates as cand
+    import neardup.methods.minhash.candidates as cand
 
     k = 64
     values = planted_signatures(seed=8, groups=30, copies=3, k=k, singles=50, empties=0)

@@ -17,9 +17,9 @@ import pytest
 import zstandard
 from click.testing import CliRunner
 
-from neardup.cli import main
-from neardup.measures import jaccard_sorted
-from neardup.shingles import Shingling, shingle_batch
+from neardup.cli.main import main
+from neardup._kernels.measures import jaccard_sorted
+from neardup.text.shingles import Shingling, shingle_batch
 
 from conftest import make_corpus
 
@@ -187,7 +187,7 @@ def test_summary_reports_counts_and_stage_times(tmp_path, jsonl_input, corpus):
     assert res.exit_code == 0
     out = res.output
     assert f"{len(corpus.ids):,}" in out
-    for label in ("documents read", "skipped", "clusters", "removed", "time read+sketch", "time verify"):
+    for label in ("documents read", "skipped", "clusters", "removed", "time read + sketch", "time verify"):
         assert label in out
 
 

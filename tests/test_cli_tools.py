@@ -10,24 +10,18 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from neardup import lsh
-from neardup._hash import hash_str
-from neardup.cli import main as neardup_main
-from neardup.cli_tools import COMMANDS
-from neardup.compare import compare, shingle_strings
-from neardup.measures import jaccard
-from neardup.shingles import Shingling, shingle
+from neardup.methods.minhash import lsh
+from neardup._kernels.hashing import hash_str
+from neardup.cli.main import main as neardup_main
+from neardup.eval.compare import compare, shingle_strings
+from neardup.core.measures import jaccard
+from neardup.text.shingles import Shingling, shingle
 
 from conftest import REPO, SHARED_DATA
 
 
-@click.group()
-def cli() -> None:
-    """A test group holding the commands of neardup.cli_tools (as neardup.cli registers them)."""
-
-
-for _cmd in COMMANDS:
-    cli.add_command(_cmd)
+cli = neardup_main
+COMMANDS = [neardup_main.commands[name] for name in ("tune", "compare", "eval", "report")]
 
 
 def run(*args):
@@ -162,7 +156,7 @@ def test_compare_cli_text_mode_and_simhash_line():
     out = json.loads(res.stdout)
     assert out["jaccard"] == pytest.approx(5 / 7)
     try:
-        import neardup.simhash  # noqa: F401
+        import neardup.methods.simhash.sketch  # noqa: F401
     except ImportError:
         assert out["simhash"] is None
     else:
@@ -243,7 +237,7 @@ def test_eval_errors(labelled, tmp_path):
 
 def test_eval_on_a_real_dedup_run(tmp_path):
     """dedup's own --clusters and --pairs outputs are read as they are (the shipped example)."""
-    from neardup.cli import main
+    from neardup.cli.main import main
 
     news, truth = REPO / "examples" / "news.jsonl", REPO / "examples" / "news_truth.jsonl"
     res = CliRunner().invoke(main, ["dedup", str(news), "-o", str(tmp_path / "k.jsonl"), "--clusters",

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.cluster import choose_kept, components
+from neardup.core.components import choose_kept, components
 
 
 def bfs_components(n: int, edges: list[tuple[int, int]]) -> list[int]:

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from neardup.dedup_minhash import MinHashConfig
-from neardup.io import read_documents
-from neardup.measures import all_pairs_jaccard
-from neardup.pipeline import dedup
-from neardup.shingles import Shingling, shingle_batch
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.io.read import read_documents
+from neardup.core.measures import all_pairs_jaccard
+from neardup.api import dedup
+from neardup.text.shingles import Shingling, shingle_batch
 
 from conftest import REPO
 

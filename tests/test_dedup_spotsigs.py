@@ -20,14 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup.cluster import components
-from neardup.dedup_spotsigs import SpotSigsConfig
-from neardup.io import DocBatch
-from neardup.measures import jaccard_sorted
-from neardup.pipeline import RunContext, dedup
-from neardup.shingles import Shingling, shingle_batch
-from neardup.spotsigs import (SpotSigsScheme, all_pairs_bruteforce, extract, idf_filter, load_words,
-                              weighted_jaccard_rows)
+from neardup.core.components import components
+from neardup.methods.spotsigs.config import SpotSigsConfig
+from neardup.core.documents import DocBatch
+from neardup._kernels.measures import jaccard_sorted
+from neardup.engine.local import LocalEngine
+from neardup.api import dedup
+from neardup.text.shingles import Shingling, shingle_batch
+from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
+from neardup.methods.spotsigs.pairs import all_pairs_bruteforce, weighted_jaccard_rows
+from neardup.methods.spotsigs.signatures import extract, idf_filter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,13 +128,13 @@ def test_idf_band_reads_twice_and_filters_by_collection_df(news):
         return (DocBatch(i, [f"d{k}" for k in range(i, min(i + 50, len(texts)))], texts[i:i + 50])
                 for i in range(0, len(texts), 50))
 
-    found = config.find(read, RunContext(workers=2, want_pairs=True))
+    found = LocalEngine(workers=2).run(config.plan(), read, want_pairs=True)
     assert len(calls) == 2
     filtered = idf_filter(extract(texts, config.scheme), band)
     brute = all_pairs_bruteforce(filtered, 0.6)
     assert np.array_equal(found.pairs[0], brute.a) and np.array_equal(found.pairs[1], brute.b)
     assert np.array_equal(found.empty, filtered.lengths == 0)
-    assert "IDF band" in found.stats
+    assert "IDF band" in config.describe(found.counters)
     # the band changes the measure: without it the pair set differs on this corpus
     plain = all_pairs_bruteforce(extract(texts, config.scheme), 0.6)
     assert set(zip(plain.a.tolist(), plain.b.tolist())) != set(zip(brute.a.tolist(), brute.b.tolist()))

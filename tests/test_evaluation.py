@@ -18,11 +18,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import lsh
-from neardup.errors import InputError
-from neardup.evaluation import (Clusters, Pairs, _reported_probability_fft, adjusted_rand_index, best_threshold,
-                                evaluate, read_labels, reported_probability, threshold_sweep, tuning)
-from neardup.minhash import acceptance_probability
+from neardup.methods.minhash import lsh
+from neardup.core.errors import InputError
+from neardup.eval.metrics import (
+    Clusters,
+    Pairs,
+    _reported_probability_fft,
+    adjusted_rand_index,
+    best_threshold,
+    evaluate,
+    read_labels,
+    reported_probability,
+    threshold_sweep,
+    tuning,
+)
+from neardup.methods.minhash.estimate import acceptance_probability
 
 from conftest import REPO, SHARED_DATA
 

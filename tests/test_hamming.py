@@ -22,11 +22,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.hamming import (
-    MAX_TABLES, PROBE_COST, HammingIndex, _plan_cost, all_pairs, bit_band_pairs, block_plan, brute_force_pairs,
-    choose_blocks, radix_argsort_rows, radix_sort_bits, radix_sort_with, unique_pairs,
+from neardup.methods.simhash.search import (
+    MAX_TABLES,
+    PROBE_COST,
+    _plan_cost,
+    all_pairs,
+    bit_band_pairs,
+    block_plan,
+    brute_force_pairs,
+    choose_blocks,
+    unique_pairs,
 )
-from neardup.simhash import SimHasher
+from neardup.index.hamming import HammingIndex
+from neardup._kernels.sorting import radix_argsort_rows, radix_sort_bits
+from neardup._kernels.sorting import radix_sort_with
+from neardup.methods.simhash.sketch import SimHasher
 
 
 def planted(n: int, bits: int, seed: int, near: int = 300, copies: int = 20) -> np.ndarray:
@@ -212,7 +222,7 @@ def test_index_scheme_checks():
     b = SimHasher(bits=64, seed=2).sign(["a b c"])
     index = HammingIndex(bits=64, max_distance=3)
     index.add([1, 2], a)
-    from neardup.errors import IncompatibleSketchError
+    from neardup.core.errors import IncompatibleSketchError
 
     with pytest.raises(IncompatibleSketchError):
         index.query(b)

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import MASK64, hash_bytes, hash_int, hash_ints, hash_spans, hash_str
+from neardup._kernels.hashing import MASK64, hash_bytes, hash_int, hash_ints, hash_spans, hash_str
 
 # ---------------------------------------------------------------------------------------------
 # pure-Python reference, written from the module docstring (Python ints reduced mod 2**64)
@@ -174,7 +174,7 @@ def test_hash_ints_batch_equals_scalar():
 def test_stable_across_processes():
     """A fresh interpreter computes identical hashes: there is no per-process salt (unlike hash())."""
     code = (
-        "import json; from neardup._hash import hash_bytes, hash_str, hash_int; "
+        "import json; from neardup._kernels.hashing import hash_bytes, hash_str, hash_int; "
         "print(json.dumps([hash_bytes(b'abcdefghi'), hash_str('Straße'), hash_int(-1), hash_str('')]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.exact import exact_keys
-from neardup.html import decode_html, html_to_text
+from neardup.methods.exact.keys import exact_keys
+from neardup.text.html import decode_html, html_to_text
 
 # --------------------------------------------------------------------------------------------
 # golden outputs

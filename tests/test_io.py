@@ -19,17 +19,13 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import io as nio
-from neardup.errors import InputError
-from neardup.io import (
-    DocBatch,
-    ReadStats,
-    input_format,
-    output_format,
-    read_documents,
-    write_kept,
-    write_table,
-)
+from neardup.io import streams as nio
+from neardup.core.errors import InputError
+from neardup.core.documents import DocBatch
+from neardup.io.policy import ReadStats
+from neardup.io.formats import input_format, output_format
+from neardup.io.read import read_documents
+from neardup.io.write import write_kept, write_table
 
 # --------------------------------------------------------------------------------------------
 # helpers
@@ -354,7 +350,7 @@ def test_line_splitting_independent_of_block_size(tmp_path, monkeypatch, block):
     lines = [b'{"text": "%s"}' % (b"x" * (i * 5)) for i in range(30)] + [b"", b'{"text": "\xc3\xa9"}']
     path = write_lines(tmp_path / "a.jsonl.zst", lines, "zst")
     expected = read_all([path])
-    monkeypatch.setattr(nio, "_BLOCK", block)
+    monkeypatch.setattr(nio, "BLOCK", block)
     assert read_all([path])[:2] == expected[:2]
     assert expected[1][-1] == "é" and expected[0][-1] == f"{path}:32"
 

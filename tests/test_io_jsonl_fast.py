@@ -14,16 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import io as nio
-from neardup.errors import InputError
+from neardup.io import streams as nio
+from neardup.io.jsonl import scan_jsonl
+from neardup.io.policy import make_policy
+from neardup.core.errors import InputError
 
 
 def scan_both(path, **kw):
     results = []
     for full in (False, True):
-        pol = nio._make_policy(kw.get("text_field", "text"), kw.get("id_field"), kw.get("on_error", "skip"), None)
+        pol = make_policy(kw.get("text_field", "text"), kw.get("id_field"), kw.get("on_error", "skip"), None)
         try:
-            chunks = list(nio._scan_jsonl(str(path), pol, full))
+            chunks = list(scan_jsonl(str(path), pol, full))
         except InputError as exc:
             results.append(("error", str(exc)))
             continue
@@ -75,7 +77,7 @@ def test_kernel_path_equals_orjson_path(tmp_path_factory, lines, final_newline, 
 def test_kernel_path_across_block_sizes(tmp_path, monkeypatch, block):
     """Lines cut by block boundaries, a BOM and CRLF endings read alike; line numbers in ids and
     errors count from the start of the file, not of the block."""
-    monkeypatch.setattr(nio, "_BLOCK", block)
+    monkeypatch.setattr(nio, "BLOCK", block)
     lines = [orjson.dumps({"text": f"doc {i} " + "é" * (i % 5)}) for i in range(40)]
     lines[17] = b'{"text": oops}'
     path = tmp_path / "in.jsonl"

@@ -20,17 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup.jsonl_scan import (
-    BLANK,
-    FALLBACK,
-    ID_ABSENT_OR_NULL,
-    ID_INTEGER,
-    ID_STRING,
-    MAX_DEPTH,
-    OK,
-    line_values,
-    scan_block,
-)
+from neardup._kernels.jsonl import BLANK, FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, ID_STRING, MAX_DEPTH, OK
+from neardup.io.jsonl_scan import line_values, scan_block
 
 CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "_data" / "corpus-10000-s1-f0.2-v1.jsonl"
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

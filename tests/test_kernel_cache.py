@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from neardup._kernel_cache import drop_stale_kernels
+from neardup._kernels.cache import drop_stale_kernels
 
 
 def test_cached_kernels_are_dropped_after_a_module_changes(tmp_path):

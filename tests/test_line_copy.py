@@ -9,9 +9,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup import io as nio
-from neardup.io import write_kept
-from neardup.line_copy import copy_kept_lines
+from neardup.io import streams as nio
+from neardup.io.write import write_kept
+from neardup.io.jsonl import copy_kept_lines
 
 WS = b" \t\r\x0b\x0c"
 
@@ -56,7 +56,7 @@ def test_copy_kept_lines_equals_reference(lines, final_newline, start, data):
 def test_write_kept_fast_path_across_blocks_and_compression(tmp_path, monkeypatch):
     """Lines longer than a read block, a line cut by the block boundary, a BOM, CRLF endings,
     no final newline and gzip input all copy like the parsing path."""
-    monkeypatch.setattr(nio, "_BLOCK", 64)
+    monkeypatch.setattr(nio, "BLOCK", 64)
     records = [orjson.dumps({"id": i, "text": "word " * (i % 7) * 9}) for i in range(40)]
     raw = b"\xef\xbb\xbf" + b"\r\n".join(records[:10]) + b"\r\n\n \n" + b"\n".join(records[10:])
     for name, payload in (("in.jsonl", raw), ("in.jsonl.gz", gzip.compress(raw))):

@@ -13,11 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.errors import IncompatibleSketchError
-from neardup.lsh import (
+from neardup.core.errors import IncompatibleSketchError
+from neardup.methods.minhash.lsh import (
     DEFAULT_FN_WEIGHT,
     DEFAULT_FP_WEIGHT,
-    LSHIndex,
     LSHParams,
     _optimal_banding,
     band_keys,
@@ -28,7 +27,9 @@ from neardup.lsh import (
     optimal_params,
     params_for,
 )
-from neardup.minhash import EMPTY_VALUE, MinHashScheme, Signatures
+from neardup.index.lsh import LSHIndex
+from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.methods.minhash.scheme import MinHashScheme, Signatures
 
 MASK = (1 << 64) - 1
 EMPTY = int(EMPTY_VALUE)
@@ -592,7 +593,8 @@ def test_random_operation_sequences_match_the_model(data):
 # ---------------------------------------------------------------------------------------------
 # LSHIndex internals: the bucket directory of each run, the single-query fast paths
 
-from neardup.lsh import _BandTables, _fill_directory  # noqa: E402
+from neardup.index.runs import BandTables
+from neardup._kernels.lsh import fill_directory  # noqa: E402
 
 
 def _directory_reference(keys: np.ndarray, bits: int) -> np.ndarray:
@@ -619,11 +621,11 @@ def _directory_reference(keys: np.ndarray, bits: int) -> np.ndarray:
 def test_directory_matches_its_definition(keys, bits):
     keys = np.array(keys, dtype=np.uint64)
     out = np.full(2**bits + 1, 12345, dtype=np.uint32)
-    _fill_directory(keys, 64 - bits, out)
+    fill_directory(keys, 64 - bits, out)
     np.testing.assert_array_equal(out, _directory_reference(keys, bits))
 
 
-def _check_tables(t: _BandTables) -> None:
+def _check_tables(t: BandTables) -> None:
     """Every run is sorted per band and its directory matches the definition."""
     assert t.runs.shape[0] == t.bounds.shape[0] - 1
     start = 0
@@ -640,7 +642,7 @@ def _check_tables(t: _BandTables) -> None:
 
 def test_band_tables_directories_after_appends_merges_and_compaction():
     rng = np.random.default_rng(0)
-    t = _BandTables(3)
+    t = BandTables(3)
     _check_tables(t)
     extremes = np.array([[0, MASK, 0], [MASK, 0, MASK], [0, 0, 0]], dtype=np.uint64)
     n = 0

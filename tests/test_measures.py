@@ -15,9 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.measures import (
-    containment, containment_sorted, intersection_size, jaccard, jaccard_sorted, weighted_jaccard,
-)
+from neardup.core.measures import containment, jaccard, weighted_jaccard
+from neardup._kernels.measures import containment_sorted, intersection_size, jaccard_sorted
 
 # ---------------------------------------------------------------------------------------------
 # hand examples

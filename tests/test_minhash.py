@@ -22,15 +22,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import MASK64, hash_int, hash_str
-from neardup.errors import IncompatibleSketchError
-from neardup.measures import jaccard
-from neardup import minhash as mh_mod
-from neardup.minhash import (
-    EMPTY_VALUE, MinHasher, MinHashScheme, Signatures, confidence_interval, estimate_from_rows,
-    hash_items,
-)
-from neardup.shingles import Shingling, shingle_batch
+from neardup._kernels.hashing import MASK64, hash_int, hash_str
+from neardup.core.errors import IncompatibleSketchError
+from neardup.core.measures import jaccard
+from neardup.methods.minhash import estimate as mh_mod
+from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.methods.minhash.sketch import MinHasher, hash_items
+from neardup.methods.minhash.scheme import MinHashScheme, Signatures
+from neardup.methods.minhash.estimate import confidence_interval, estimate_from_rows
+from neardup.text.shingles import Shingling, shingle_batch
 
 GAMMA = 0x9E3779B97F4A7C15
 
@@ -219,7 +219,7 @@ def test_batch_split_invariance():
 def test_deterministic_across_processes():
     """A fresh interpreter computes the same signatures (no per-process salt anywhere)."""
     code = (
-        "import json; from neardup.minhash import MinHasher; from neardup.shingles import Shingling; "
+        "import json; from neardup.methods.minhash.sketch import MinHasher; from neardup.text.shingles import Shingling; "
         f"t = {GOLDEN_TEXTS!r}; "
         "v = MinHasher(num_perm=128, seed=1, shingling=Shingling('word', 5)).sign(t).values; "
         "s = MinHasher.for_sets(16, 3).sign_sets([['a', 1, b'x']]).values; "

@@ -21,13 +21,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import MASK64, hash_int, hash_ints, hash_str
-from neardup.dedup_minhash import MinHashConfig
-from neardup.errors import IncompatibleSketchError
-from neardup.lsh import LSHIndex
-from neardup.minhash import EMPTY_VALUE, HASH_FAMILY, SKETCHES, MinHasher, MinHashScheme
-from neardup.oph import OPH_FAMILY, densify, oph_params, oph_sequence
-from neardup.shingles import Shingling, shingle_batch
+from neardup._kernels.hashing import MASK64, hash_int, hash_ints, hash_str
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.core.errors import IncompatibleSketchError
+from neardup.index.lsh import LSHIndex
+from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.methods.minhash.scheme import HASH_FAMILY, SKETCHES, MinHashScheme
+from neardup.methods.minhash.sketch import MinHasher
+from neardup.methods.minhash.oph import OPH_FAMILY, oph_params, oph_sequence
+from neardup._kernels.oph import densify
+from neardup.text.shingles import Shingling, shingle_batch
 
 GAMMA = 0x9E3779B97F4A7C15
 EMPTY = 0xFFFFFFFF
@@ -370,8 +373,8 @@ def test_dedup_job_with_oph_finds_the_copies(corpus):
     import tempfile
     from pathlib import Path
 
-    from neardup.measures import jaccard
-    from neardup.pipeline import dedup
+    from neardup.core.measures import jaccard
+    from neardup.api import dedup
 
     path = Path(tempfile.mkdtemp()) / "c.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(corpus.ids, corpus.texts)))

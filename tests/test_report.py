@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.report import _TOKEN, _utf16, build_report, histogram_svg, word_diff
+from neardup.eval.report import _TOKEN, _utf16, build_report, histogram_svg, word_diff
 
 WORDS = ["the", "The", "cat", "sat", "on", "mat", "dog", "a", "Straße", "東", ",", ".", "!", "42"]
 

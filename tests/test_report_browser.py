@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup.report import build_report
+from neardup.eval.report import build_report
 
 CHROMIUM = os.environ.get("NEARDUP_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -20,12 +20,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import hash_bytes, hash_spans, hash_str
-from neardup.measures import jaccard
-from neardup.shingles import (_CHAR_LUT, _HASH_BLOCK, _LOCKSTEP_WORDS, _WORD_LUT, Shingling, _hash_fixed, _hash_starts,
-                              _kind_code, encode_for_sketch, encode_texts, lower_ascii, shingle, shingle_batch,
-                              shingle_texts_kernel)
-from neardup.text import CHAR_CLASS, OTHER, SPACE, WORD, char_stream, tokenize
+from neardup._kernels.hashing import hash_bytes, hash_spans, hash_str
+from neardup.core.measures import jaccard
+from neardup._kernels.shingles import (
+    _CHAR_LUT,
+    HASH_BLOCK,
+    LOCKSTEP_WORDS,
+    _WORD_LUT,
+    _hash_fixed,
+    _hash_starts,
+    lower_ascii,
+    shingle_texts_kernel,
+)
+from neardup.text.shingles import Shingling, kind_code, encode_for_sketch, encode_texts, shingle, shingle_batch
+from neardup._kernels.charclass import CHAR_CLASS, OTHER, SPACE, WORD
+from neardup.text.normalize import char_stream, tokenize
 
 # ---------------------------------------------------------------------------------------------
 # reference
@@ -306,7 +315,7 @@ def test_hash_starts_equals_hash_bytes(units, n, cut):
     buf[len(raw):] = 0xA5
     m = len(units) - n + 1
     out = np.zeros(m, dtype=np.uint64)
-    _hash_starts(buf, buf.view(np.uint64), pos, m, n, cut, out, 0, np.empty((_LOCKSTEP_WORDS + 1, _HASH_BLOCK), np.uint64))
+    _hash_starts(buf, buf.view(np.uint64), pos, m, n, cut, out, 0, np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), np.uint64))
     assert out.tolist() == _spans_ref(buf, pos[:m], pos[n:n + m] - cut)
 
 
@@ -342,7 +351,7 @@ def test_ascii_kernels_equal_reference(text, n, char, strip, casefold):
 def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     """``encode_for_sketch`` (ASCII texts keep their case, the kernel lowers them) gives the same
     shingles, and so the same signatures, as ``encode_texts`` (bytes already lowered)."""
-    code = _kind_code(sh)
+    code = kind_code(sh)
     lean = shingle_texts_kernel(*encode_for_sketch(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
     full = shingle_texts_kernel(*encode_texts(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
     assert lean[0].tolist() == full[0].tolist() and lean[1].tolist() == full[1].tolist()
@@ -413,18 +422,18 @@ def _steps_runner(native: bool):
     native (vpcompressb) code or with LLVM's generic vector compress that other CPUs get."""
     import numba as nb
 
-    import neardup.shingles as sh_mod
+    import neardup._kernels.shingles as sh_mod
 
     @nb.njit
     def run(doc, buf, tok, lowbit):
         blen, prev, i = 0, 0, 0
         while i + 64 <= doc.shape[0]:
-            blen, prev = sh_mod._chars64(doc, i, buf, blen, prev, lowbit)
+            blen, prev = sh_mod.chars64(doc, i, buf, blen, prev, lowbit)
             i += 64
         wlen, nt, wprev, i = 0, 0, 0, 0
         wbuf = np.zeros(buf.shape[0], dtype=np.uint8)
         while i + 64 <= doc.shape[0]:
-            wlen, nt, wprev = sh_mod._words64(doc, i, wbuf, tok, wlen, nt, wprev, lowbit)
+            wlen, nt, wprev = sh_mod.words64(doc, i, wbuf, tok, wlen, nt, wprev, lowbit)
             i += 64
         return blen, prev, wbuf, wlen, nt, wprev
 

@@ -27,14 +27,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import MASK64, hash_str
-from neardup.errors import IncompatibleSketchError, InputError
-from neardup.shingles import Shingling, shingle_batch
-from neardup.simhash import (
-    HYPERPLANE_SALT, SIMHASH_SALT, DocumentFrequencies, Fingerprints, IdfTable, SimHasher, SimHashScheme,
-    estimated_cosine, fit_idf, hamming, idf_weight, vectors_from_parquet,
+from neardup._kernels.hashing import MASK64, hash_str
+from neardup.core.errors import IncompatibleSketchError, InputError
+from neardup.text.shingles import Shingling, shingle_batch
+from neardup.methods.simhash.scheme import (
+    HYPERPLANE_SALT,
+    SIMHASH_SALT,
+    Fingerprints,
+    SimHashScheme,
+    estimated_cosine,
+    hamming,
 )
-from neardup.text import tokenize
+from neardup.methods.simhash.sketch import (
+    DocumentFrequencies,
+    IdfTable,
+    SimHasher,
+    fit_idf,
+    idf_weight,
+    vectors_from_parquet,
+)
+from neardup.text.normalize import tokenize
 
 GAMMA = 0x9E3779B97F4A7C15
 
@@ -228,7 +240,7 @@ def test_batches_do_not_change_values(corpus):
 def test_same_values_in_another_process(corpus):
     texts = corpus.texts[:20]
     here = SimHasher(bits=128, seed=77).sign(texts).to_ints()
-    code = ("import json, sys; from neardup.simhash import SimHasher; "
+    code = ("import json, sys; from neardup.methods.simhash.sketch import SimHasher; "
             "t = json.load(sys.stdin); print(json.dumps(SimHasher(bits=128, seed=77).sign(t).to_ints()))")
     env = dict(os.environ, PYTHONHASHSEED="123")
     out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True,

@@ -27,15 +27,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._hash import hash_str
-from neardup.errors import IncompatibleSketchError, InputError
-from neardup.measures import weighted_jaccard
-from neardup.spotsigs import (
-    DocumentFrequencies, SpotSignatures, SpotSigsScheme, all_pairs, all_pairs_bruteforce,
-    all_pairs_unpruned, extract, idf_filter, load_words, normalized_idf, partition_bounds,
-    signature_keys, weighted_jaccard_rows,
+from neardup._kernels.hashing import hash_str
+from neardup.core.errors import IncompatibleSketchError, InputError
+from neardup.core.measures import weighted_jaccard
+from neardup.methods.spotsigs.signatures import (
+    DocumentFrequencies,
+    SpotSignatures,
+    extract,
+    idf_filter,
+    normalized_idf,
+    signature_keys,
 )
-from neardup.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
+from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
+from neardup.methods.spotsigs.pairs import (
+    all_pairs,
+    all_pairs_bruteforce,
+    all_pairs_unpruned,
+    partition_bounds,
+    weighted_jaccard_rows,
+)
+from neardup.text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 
 OBAMA = ("At a rally to kick off a weeklong campaign for the South Carolina primary, Obama tried to "
          "set the record straight from an attack circulating widely on the Internet that is designed "

@@ -15,10 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.text import (
-    CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, UNICODE_VERSION, WORD,
-    char_stream, normalize, tokenize,
-)
+from neardup._kernels.charclass import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, UNICODE_VERSION, WORD
+from neardup.text.normalize import char_stream, normalize, tokenize
 
 # ---------------------------------------------------------------------------------------------
 # normalize

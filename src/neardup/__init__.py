@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._kernel_cache import drop_stale_kernels
+from ._kernels.cache import drop_stale_kernels
 
 __version__ = "0.1.0"
 
@@ -22,21 +22,26 @@ drop_stale_kernels()
 
 # public name -> module that defines it
 _EXPORTS = {
-    "IncompatibleSketchError": "errors", "InputError": "errors", "NeardupError": "errors",
-    "LSHIndex": "lsh", "LSHParams": "lsh", "candidate_probability": "lsh", "effective_threshold": "lsh",
-    "optimal_params": "lsh", "params_for": "lsh",
-    "containment": "measures", "jaccard": "measures", "weighted_jaccard": "measures",
-    "Estimate": "minhash", "MinHasher": "minhash", "MinHashScheme": "minhash", "Signatures": "minhash",
-    "acceptance_probability": "minhash", "confidence_interval": "minhash", "estimate_from_rows": "minhash",
-    "ExactConfig": "dedup_exact", "IMatchConfig": "dedup_exact",
-    "MinHashConfig": "dedup_minhash",
-    "SimHashConfig": "dedup_simhash",
-    "SpotSigsConfig": "dedup_spotsigs",
-    "HammingIndex": "hamming",
-    "Fingerprints": "simhash", "SimHasher": "simhash", "SimHashScheme": "simhash",
-    "DedupResult": "pipeline", "dedup": "pipeline",
-    "Shingling": "shingles", "shingle": "shingles", "shingle_batch": "shingles",
-    "normalize": "text", "tokenize": "text",
+    "IncompatibleSketchError": "core.errors", "InputError": "core.errors", "NeardupError": "core.errors",
+    "containment": "core.measures", "jaccard": "core.measures", "weighted_jaccard": "core.measures",
+    "Shingling": "text.shingles", "shingle": "text.shingles", "shingle_batch": "text.shingles",
+    "normalize": "text.normalize", "tokenize": "text.normalize",
+    "MinHashConfig": "methods.minhash.config",
+    "MinHasher": "methods.minhash.sketch", "MinHashScheme": "methods.minhash.scheme",
+    "Signatures": "methods.minhash.scheme",
+    "Estimate": "methods.minhash.estimate", "acceptance_probability": "methods.minhash.estimate",
+    "confidence_interval": "methods.minhash.estimate", "estimate_from_rows": "methods.minhash.estimate",
+    "LSHParams": "methods.minhash.lsh", "candidate_probability": "methods.minhash.lsh",
+    "effective_threshold": "methods.minhash.lsh", "optimal_params": "methods.minhash.lsh",
+    "params_for": "methods.minhash.lsh",
+    "SimHashConfig": "methods.simhash.config",
+    "Fingerprints": "methods.simhash.scheme", "SimHashScheme": "methods.simhash.scheme",
+    "SimHasher": "methods.simhash.sketch",
+    "SpotSigsConfig": "methods.spotsigs.config",
+    "ExactConfig": "methods.exact.config",
+    "IMatchConfig": "methods.imatch.config",
+    "LSHIndex": "index.lsh", "HammingIndex": "index.hamming",
+    "DedupResult": "api", "dedup": "api",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,188 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .charclass import IGNORE, OTHER, SPACE
+from .hashing import P1, P2, SEED, fmix64, rotl64
+from .shingles import decode
+
+SEED_B = np.uint64(0x8EBC6AF09C88C6E3)
+
+
+Q1 = np.uint64(0xA0761D6478BD642F)
+
+
+Q2 = np.uint64(0xE7037ED1A0B428DB)
+
+
+GAMMA = 0x9E3779B97F4A7C15
+
+
+# --------------------------------------------------------------------------------------------
+# nd128
+@nb.njit(inline="always", cache=True)
+def lane_a(h, w):
+    return rotl64(h ^ (w * P1), 31) * P2
+
+
+@nb.njit(inline="always", cache=True)
+def lane_b(h, w):
+    return rotl64(h ^ (w * Q1), 29) * Q2
+
+
+@nb.njit(inline="always", cache=True)
+def _push(byte, acc, shift, a, b):
+    """Append one byte to the word accumulator; a full word goes into both lanes."""
+    acc |= np.uint64(byte) << shift
+    shift += np.uint64(8)
+    if shift == 64:
+        a = lane_a(a, acc)
+        b = lane_b(b, acc)
+        acc = np.uint64(0)
+        shift = np.uint64(0)
+    return acc, shift, a, b
+
+
+@nb.njit(inline="always", cache=True)
+def _finish(acc, shift, a, b, n, out, row):
+    if shift:
+        a = lane_a(a, acc)
+        b = lane_b(b, acc)
+    size = np.uint64(n)
+    out[row, 0] = fmix64(a ^ size)
+    out[row, 1] = fmix64(b ^ size)
+
+
+@nb.njit(cache=True, nogil=True)
+def keys_kernel(data, offsets, table, raw, out):
+    """``out[d]`` = nd128 of document d's bytes, normalized (see the module docstring) unless raw.
+
+    The normalized bytes are never stored: each output byte goes into a 64-bit word accumulator,
+    and every full word into both lanes.
+    """
+    ndoc = offsets.shape[0] - 1
+    for d in range(ndoc):
+        start = offsets[d]
+        end = offsets[d + 1]
+        a = SEED
+        b = SEED_B
+        acc = np.uint64(0)
+        shift = np.uint64(0)
+        if raw:
+            i = start
+            while i + 8 <= end:
+                w = np.uint64(0)
+                for q in range(8):
+                    w |= np.uint64(data[i + q]) << np.uint64(8 * q)
+                a = lane_a(a, w)
+                b = lane_b(b, w)
+                i += 8
+            while i < end:
+                acc, shift, a, b = _push(data[i], acc, shift, a, b)
+                i += 1
+            _finish(acc, shift, a, b, end - start, out, d)
+            continue
+        n = 0
+        pending = False
+        i = start
+        while i < end:
+            c = data[i]
+            if c < 0x80:  # ASCII: one byte, one character
+                cls = table[c]
+                j = i + 1
+            else:
+                cp, j = decode(data, i, end)
+                cls = table[cp]
+            if cls == SPACE or cls == OTHER:
+                pending = n > 0
+            elif cls != IGNORE:
+                if pending:
+                    pending = False
+                    acc, shift, a, b = _push(32, acc, shift, a, b)
+                    n += 1
+                if j == i + 1:
+                    acc, shift, a, b = _push(c, acc, shift, a, b)
+                else:
+                    for q in range(i, j):  # the character's own bytes, as they are
+                        acc, shift, a, b = _push(data[q], acc, shift, a, b)
+                n += j - i
+            i = j
+        _finish(acc, shift, a, b, n, out, d)
+
+
+@nb.njit(cache=True, nogil=True)
+def pairs_within(members, starts, ends, total):
+    a = np.empty(total, dtype=np.int64)
+    b = np.empty(total, dtype=np.int64)
+    p = 0
+    for g in range(starts.shape[0]):
+        for x in range(starts[g], ends[g]):
+            for y in range(x + 1, ends[g]):
+                a[p] = members[x]
+                b[p] = members[y]
+                p += 1
+    return a, b
+
+
+@nb.njit(cache=True, nogil=True)
+def cross(members, first, a, b, s):
+    total = 0
+    for q in range(a.shape[0]):
+        total += (first[a[q] + 1] - first[a[q]]) * (first[b[q] + 1] - first[b[q]])
+    pa = np.empty(total, dtype=np.int64)
+    pb = np.empty(total, dtype=np.int64)
+    ps = np.empty(total, dtype=np.float64)
+    p = 0
+    for q in range(a.shape[0]):
+        for x in range(first[a[q]], first[a[q] + 1]):
+            for y in range(first[b[q]], first[b[q] + 1]):
+                u = members[x]
+                v = members[y]
+                pa[p] = min(u, v)
+                pb[p] = max(u, v)
+                ps[p] = s[q]
+                p += 1
+    return pa, pb, ps
+
+
+@nb.njit(inline="always", cache=True)
+def _find_slot(slots, reps, k0, k1):
+    """The slot of key (k0, k1) in the open-addressing table (``slots`` keys, ``reps`` their
+    first document, -1 = free), or the free slot where it belongs: linear probing from the key's
+    low bits, which are hash output."""
+    mask = np.uint64(reps.shape[0] - 1)
+    h = k0 & mask
+    while reps[h] >= 0 and not (slots[h, 0] == k0 and slots[h, 1] == k1):
+        h = (h + np.uint64(1)) & mask
+    return h
+
+
+@nb.njit(cache=True, nogil=True)
+def admit_kernel(slots, reps, keys, valid, start, rep):
+    """Look every valid key up in the table (see :func:`_find_slot`) and insert the new ones.
+    ``rep[i]`` becomes the first document with key i (``start + i`` if new). Returns how many
+    keys were inserted."""
+    added = 0
+    for i in range(keys.shape[0]):
+        rep[i] = start + i
+        if not valid[i]:
+            continue
+        h = _find_slot(slots, reps, keys[i, 0], keys[i, 1])
+        if reps[h] >= 0:
+            rep[i] = reps[h]
+        else:
+            slots[h, 0], slots[h, 1], reps[h] = keys[i, 0], keys[i, 1], start + i
+            added += 1
+    return added
+
+
+@nb.njit(cache=True, nogil=True)
+def rehash_kernel(slots, reps, old_slots, old_reps):
+    """Insert every entry of the old table into the (larger, empty) new one."""
+    for j in range(old_reps.shape[0]):
+        if old_reps[j] >= 0:
+            h = _find_slot(slots, reps, old_slots[j, 0], old_slots[j, 1])
+            slots[h, 0], slots[h, 1], reps[h] = old_slots[j, 0], old_slots[j, 1], old_reps[j]

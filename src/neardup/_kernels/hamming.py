@@ -1,0 +1,275 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .sorting import radix_sort_with
+
+_M1 = np.uint64(0x5555555555555555)
+
+
+_M2 = np.uint64(0x3333333333333333)
+
+
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+_H01 = np.uint64(0x0101010101010101)
+
+
+# ---------------------------------------------------------------------------------------------
+# bit helpers (numba)
+@nb.njit(inline="always", cache=True)
+def popcount64(x):
+    """Number of set bits of a uint64 (SWAR; LLVM turns it into one instruction where it can)."""
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@nb.njit(inline="always", cache=True)
+def _distance(words, i, j):
+    d = 0
+    for w in range(words.shape[1]):
+        d += popcount64(words[i, w] ^ words[j, w])
+    return d
+
+
+@nb.njit(inline="always", cache=True)
+def _bits_at(row, start, size):
+    """``size`` (1..64) bits of a fingerprint row (uint64[W]) starting at bit ``start``."""
+    w = start >> 6
+    off = start & 63
+    v = row[w] >> np.uint64(off)
+    if off + size > 64:
+        v |= row[w + 1] << np.uint64(64 - off)
+    if size < 64:
+        v &= (np.uint64(1) << np.uint64(size)) - np.uint64(1)
+    return v
+
+
+@nb.njit(inline="always", cache=True)
+def _range_nonzero(row, start, size):
+    """Whether any of bits [start, start + size) of ``row`` is set (size may exceed 64)."""
+    p = start
+    end = start + size
+    while p < end:
+        s = min(64, end - p)
+        if _bits_at(row, p, s) != 0:
+            return True
+        p += s
+    return False
+
+
+@nb.njit(inline="always", cache=True)
+def _key(row, kept_start, kept_size, nkept, keybits):
+    """The first ``keybits`` (<= 64) of the concatenated kept ranges of a fingerprint row."""
+    key = np.uint64(0)
+    have = 0
+    for q in range(nkept):
+        start = kept_start[q]
+        size = kept_size[q]
+        while size > 0 and have < keybits:
+            take = min(size, keybits - have, 64)
+            v = _bits_at(row, start, take)
+            if take == 64:
+                key = v
+            else:
+                key = (key << np.uint64(take)) | v
+            have += take
+            start += take
+            size -= take
+    return key
+
+
+@nb.njit(inline="always", cache=True)
+def _block_mask(x, block_start, block_size):
+    """Bit b set when the xor row ``x`` has a set bit in block b."""
+    m = np.uint64(0)
+    for b in range(block_start.shape[0]):
+        if _range_nonzero(x, block_start[b], block_size[b]):
+            m |= np.uint64(1) << np.uint64(b)
+    return m
+
+
+@nb.njit(inline="always", cache=True)
+def _first_table(dmask, kept_mask):
+    """The first table whose kept blocks avoid every block in ``dmask`` (-1: none)."""
+    for t in range(kept_mask.shape[0]):
+        if kept_mask[t] & dmask == 0:
+            return t
+    return -1
+
+
+@nb.njit(inline="always", cache=True)
+def _grow(arr, size):
+    out = np.empty(max(2 * arr.shape[0], size, 64), dtype=arr.dtype)
+    out[:arr.shape[0]] = arr
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# batch all-pairs
+@nb.njit(cache=True, nogil=True)
+def table_entries(words, kstart, ksize, nkept, keybits, idx_bits, out):
+    for i in range(words.shape[0]):
+        key = _key(words[i], kstart, ksize, nkept, keybits)
+        out[i] = (key << np.uint64(idx_bits)) | np.uint64(i)
+
+
+@nb.njit(cache=True, nogil=True)
+def scan_table(entries, idx_bits, words, kmax, t, kmask, bstart, bsize):
+    """Pairs (i < j) inside runs of equal keys with d <= kmax whose first table is t."""
+    n = entries.shape[0]
+    idx_mask = (np.uint64(1) << np.uint64(idx_bits)) - np.uint64(1)
+    sh = np.uint64(idx_bits)
+    pa = np.empty(64, dtype=np.int64)
+    pb = np.empty(64, dtype=np.int64)
+    pd = np.empty(64, dtype=np.int32)
+    npairs = 0
+    checked = 0
+    x_row = np.empty(words.shape[1], dtype=np.uint64)
+    s = 0
+    for e in range(1, n + 1):
+        if e < n and (entries[e] >> sh) == (entries[s] >> sh):
+            continue
+        for x in range(s, e):
+            i = np.int64(entries[x] & idx_mask)
+            for y in range(x + 1, e):
+                j = np.int64(entries[y] & idx_mask)
+                checked += 1
+                d = _distance(words, i, j)
+                if d > kmax:
+                    continue
+                for w in range(words.shape[1]):
+                    x_row[w] = words[i, w] ^ words[j, w]
+                if _first_table(_block_mask(x_row, bstart, bsize), kmask) != t:
+                    continue
+                if npairs == pa.shape[0]:
+                    pa = _grow(pa, npairs + 1)
+                    pb = _grow(pb, npairs + 1)
+                    pd = _grow(pd, npairs + 1)
+                pa[npairs] = i
+                pb[npairs] = j
+                pd[npairs] = d
+                npairs += 1
+        s = e
+    return pa[:npairs], pb[:npairs], pd[:npairs], checked
+
+
+@nb.njit(cache=True, nogil=True)
+def expand(ua, ub, ud, order, starts):
+    """Pairs of unique rows -> pairs of original rows, plus the pairs inside each group (d = 0)."""
+    total = 0
+    for p in range(ua.shape[0]):
+        total += (starts[ua[p] + 1] - starts[ua[p]]) * (starts[ub[p] + 1] - starts[ub[p]])
+    for g in range(starts.shape[0] - 1):
+        s = starts[g + 1] - starts[g]
+        total += s * (s - 1) // 2
+    a = np.empty(total, dtype=np.int64)
+    b = np.empty(total, dtype=np.int64)
+    d = np.empty(total, dtype=np.int32)
+    q = 0
+    for p in range(ua.shape[0]):
+        for x in range(starts[ua[p]], starts[ua[p] + 1]):
+            for y in range(starts[ub[p]], starts[ub[p] + 1]):
+                i, j = order[x], order[y]
+                a[q] = min(i, j)
+                b[q] = max(i, j)
+                d[q] = ud[p]
+                q += 1
+    for g in range(starts.shape[0] - 1):
+        for x in range(starts[g], starts[g + 1]):
+            for y in range(x + 1, starts[g + 1]):
+                a[q] = order[x]
+                b[q] = order[y]
+                d[q] = 0
+                q += 1
+    return a, b, d
+
+
+@nb.njit(cache=True, nogil=True)
+def brute(words, k):
+    n = words.shape[0]
+    pa = np.empty(64, dtype=np.int64)
+    pb = np.empty(64, dtype=np.int64)
+    pd = np.empty(64, dtype=np.int32)
+    q = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = _distance(words, i, j)
+            if d <= k:
+                if q == pa.shape[0]:
+                    pa = _grow(pa, q + 1)
+                    pb = _grow(pb, q + 1)
+                    pd = _grow(pd, q + 1)
+                pa[q] = i
+                pb[q] = j
+                pd[q] = d
+                q += 1
+    return pa[:q], pb[:q], pd[:q]
+
+
+# ---------------------------------------------------------------------------------------------
+# the index
+@nb.njit(cache=True, nogil=True)
+def index_keys(words, kstart, ksize, nkept, keybits, out):
+    for t in range(kstart.shape[0]):
+        for i in range(words.shape[0]):
+            out[t, i] = _key(words[i], kstart[t], ksize[t], nkept[t], keybits[t])
+
+
+@nb.njit(cache=True, nogil=True)
+def sort_run(keys, rows, lo, hi):
+    """Sort keys[t, lo:hi] (with rows) for every table t."""
+    for t in range(keys.shape[0]):
+        radix_sort_with(keys[t, lo:hi], rows[t, lo:hi])
+
+
+@nb.njit(cache=True, nogil=True)
+def query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybits, kmask, bstart, bsize,
+                  fps, alive):
+    nq = q_words.shape[0]
+    offsets = np.zeros(nq + 1, dtype=np.int64)
+    out_rows = np.empty(64, dtype=np.int64)
+    out_d = np.empty(64, dtype=np.int64)
+    q = 0
+    x_row = np.empty(fps.shape[1], dtype=np.uint64)
+    for qi in range(nq):
+        row = q_words[qi]
+        for t in range(keys.shape[0]):
+            key = _key(row, kstart[t], ksize[t], nkept[t], keybits[t])
+            for r in range(bounds.shape[0] - 1):
+                lo, hi = bounds[r], bounds[r + 1]
+                # first position with keys >= key
+                a, b = lo, hi
+                while a < b:
+                    mid = (a + b) >> 1
+                    if keys[t, mid] < key:
+                        a = mid + 1
+                    else:
+                        b = mid
+                while a < hi and keys[t, a] == key:
+                    cand = rows[t, a]
+                    a += 1
+                    if not alive[cand]:
+                        continue
+                    d = 0
+                    for w in range(fps.shape[1]):
+                        x_row[w] = fps[cand, w] ^ row[w]
+                        d += popcount64(x_row[w])
+                    if d > kmax:
+                        continue
+                    if _first_table(_block_mask(x_row, bstart, bsize), kmask) != t:
+                        continue
+                    if q == out_rows.shape[0]:
+                        out_rows = _grow(out_rows, q + 1)
+                        out_d = _grow(out_d, q + 1)
+                    out_rows[q] = cand
+                    out_d[q] = d
+                    q += 1
+        offsets[qi + 1] = q
+    return offsets, out_rows[:q], out_d[:q]

@@ -1,0 +1,316 @@
+"""LLVM-level kernels for the shingling passes: 64 ASCII bytes a step and eight short hashes at once.
+
+numba cannot express AVX-512 byte compression (``vpcompressb``) or a byte shuffle that cuts eight
+overlapping windows from one load, so these are numba ``@intrinsic`` s that emit the LLVM IR
+directly. :mod:`neardup.text.shingles` uses them where they pay off; each has a plain numba
+equivalent there that gives the same bytes and hashes (tests compare both, also with
+``NUMBA_CPU_NAME=generic``).
+
+* ``ascii64``, ``chars64``, ``chars64_pos``, ``words64``: the first pass over 64 ASCII bytes
+  (lower-casing, separators to one space, token/character starts), compiled in only when the
+  numba target has AVX-512 VBMI2 and BW (:data:`SIMD64`).
+* ``hash8_short``: nd64 (:mod:`neardup._kernels.hashing`) of eight consecutive windows of at most 8 bytes
+  from one 16-byte load, as LLVM vectors (every CPU).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from llvmlite import ir
+from llvmlite import ir as llvm_ir
+from numba.core import cgutils, types
+from numba.core.registry import cpu_target
+from numba.extending import intrinsic
+
+from .hashing import F1, F2, P1, P2, SEED
+
+BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _byte_compress_native() -> bool:
+    """Whether numba compiles for a CPU with AVX-512 VBMI2 (``vpcompressb``): the target numba
+    uses (host, or ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``), not merely the machine."""
+    triple, _, features = cpu_target.target_context.codegen().magic_tuple()
+    return triple.startswith("x86_64") and "+avx512vbmi2" in features.split(",") and "+avx512bw" in features.split(",")
+
+
+SIMD64 = _byte_compress_native()
+"""First passes take 64 ASCII bytes a step (compiled in only where ``vpcompressb`` exists)."""
+
+
+_I1, _I8, _I32, _I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+
+
+_V8, _M64 = ir.VectorType(_I8, 64), ir.VectorType(_I1, 64)
+
+
+def _splat(builder, value, vty):
+    """A vector of ``vty`` with every lane ``value`` (an int, or an IR value of the lane type)."""
+    if isinstance(value, int):
+        return ir.Constant(vty, [value] * vty.count)
+    one = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(one, ir.Constant(vty, ir.Undefined),
+                                  ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+
+
+def _compress(builder, values, keep, dest):
+    """Store the lanes of ``values`` whose ``keep`` bit is set, packed, at ``dest``; with
+    ``vpcompressb`` into a register and a full 64-byte store (the memory form, which LLVM picks
+    for its generic compress-store, made the character pass 13 times slower on AMD Zen 4), so
+    64 bytes at ``dest`` must be writable.
+    Returns the packed vector."""
+    packed = _compress_reg(builder, values, keep)
+    builder.store(packed, builder.bitcast(dest, _V8.as_pointer()), align=1)
+    return packed
+
+
+def _compress_reg(builder, values, keep):
+    """The lanes of ``values`` whose ``keep`` bit is set, packed into the low lanes (zeros above)."""
+    if SIMD64:
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8, _V8, _M64]),
+                                            "llvm.x86.avx512.mask.compress.v64i8")
+        return builder.call(fn, [values, ir.Constant(_V8, [0] * 64), keep])
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8, _M64, _V8]),
+                                        "llvm.experimental.vector.compress.v64i8")
+    return builder.call(fn, [values, keep, ir.Constant(_V8, [0] * 64)])
+
+
+def _ctpop(builder, x):
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, [_I64]), "llvm.ctpop.i64")
+    return builder.call(fn, [x])
+
+
+def _load64(context, builder, arrty, arr, i):
+    data = context.make_array(arrty)(context, builder, arr).data
+    return builder.load(builder.bitcast(builder.gep(data, [i]), _V8.as_pointer()), align=1)
+
+
+def _lowered(builder, c, lowbit):
+    """``c`` with A-Z lower-cased when ``lowbit`` (i8) is 32."""
+    upper = builder.icmp_unsigned("<", builder.sub(c, _splat(builder, 65, _V8)), _splat(builder, 26, _V8))
+    return builder.or_(c, builder.select(upper, _splat(builder, lowbit, _V8), _splat(builder, 0, _V8)))
+
+
+@intrinsic
+def ascii64(typingctx, doc, i):
+    """Whether the 64 bytes ``doc[i:i + 64]`` are all ASCII."""
+    if not _bytes_arrays(doc):
+        return None
+    sig = types.boolean(doc, types.int64)
+
+    def codegen(context, builder, signature, args):
+        c = _load64(context, builder, signature.args[0], args[0], args[1])
+        high = builder.bitcast(builder.icmp_signed("<", c, _splat(builder, 0, _V8)), _I64)
+        return builder.icmp_unsigned("==", high, ir.Constant(_I64, 0))
+
+    return sig, codegen
+
+
+def _chars64_codegen(with_pos):
+    def codegen(context, builder, signature, args):
+        if with_pos:
+            doc_v, i_v, buf_v, pos_v, blen_v, nch_v, prev_v, low_v = args
+        else:
+            doc_v, i_v, buf_v, blen_v, prev_v, low_v = args
+        c = _load64(context, builder, signature.args[0], doc_v, i_v)
+        sep = builder.or_(builder.icmp_unsigned("<=", c, _splat(builder, 32, _V8)),
+                          builder.icmp_unsigned("==", c, _splat(builder, 127, _V8)))
+        mapped = builder.select(sep, _splat(builder, 32, _V8), _lowered(builder, c, low_v))
+        sepbits = builder.bitcast(sep, _I64)
+        keep = builder.not_(builder.and_(sepbits, builder.or_(builder.shl(sepbits, ir.Constant(_I64, 1)), prev_v)))
+        dest = builder.gep(context.make_array(signature.args[2])(context, builder, buf_v).data, [blen_v])
+        _compress(builder, mapped, builder.bitcast(keep, _M64), dest)
+        if with_pos:
+            v64 = ir.VectorType(_I64, 64)
+            where = builder.add(ir.Constant(v64, list(range(64))), _splat(builder, blen_v, v64))
+            pos_data = context.make_array(signature.args[3])(context, builder, pos_v).data
+            builder.store(where, builder.bitcast(builder.gep(pos_data, [nch_v]), v64.as_pointer()), align=8)
+        return context.make_tuple(builder, signature.return_type,
+                                  [builder.add(blen_v, _ctpop(builder, keep)),
+                                   builder.lshr(sepbits, ir.Constant(_I64, 63))])
+
+    return codegen
+
+
+def _bytes_arrays(*arrays) -> bool:
+    return all(isinstance(a, types.Array) and a.ndim == 1 and a.dtype == types.uint8 for a in arrays)
+
+
+@intrinsic
+def chars64(typingctx, doc, i, buf, blen, prev, lowbit):
+    """:func:`_char_ascii_plain`'s loop over the 64 ASCII bytes ``doc[i:i + 64]`` in one step:
+    returns (blen, prev) after them. Separators (bytes <= 32 and DEL) become spaces, a space
+    after a space is dropped (``prev``: the byte before was a separator), and the kept bytes
+    are packed into ``buf[blen:]`` with ``vpcompressb``."""
+    if not _bytes_arrays(doc, buf):
+        return None
+    i64 = types.int64
+    return types.UniTuple(i64, 2)(doc, i64, buf, i64, i64, types.uint8), _chars64_codegen(False)
+
+
+@intrinsic
+def chars64_pos(typingctx, doc, i, buf, pos, blen, nch, prev, lowbit):
+    """:func:`chars64`, also setting ``pos[nch + k] = blen + k`` for k in 0..63 (each kept
+    byte is one character; the entries past the kept ones are overwritten later), for the
+    ASCII stretches of a text that is not all ASCII."""
+    if not (_bytes_arrays(doc, buf) and isinstance(pos, types.Array) and pos.ndim == 1 and pos.dtype == types.int64):
+        return None
+    i64 = types.int64
+    return types.UniTuple(i64, 2)(doc, i64, buf, pos, i64, i64, i64, types.uint8), _chars64_codegen(True)
+
+
+@intrinsic
+def words64(typingctx, doc, i, buf, tok, blen, nt, prev, lowbit):
+    """:func:`_word_tokens`' ASCII loop over the 64 bytes ``doc[i:i + 64]`` in one step:
+    returns (blen, tokens, prev) after them.
+
+    Word bytes (0-9, A-Z, a-z) are kept and the first non-word byte after each is kept as a
+    space, packed into ``buf[blen:]`` with ``vpcompressb``. Token starts are found in the packed
+    bytes (a word byte after a space, or after a non-word output when ``prev`` is 0) and their
+    offsets packed the same way, then written to ``tok[nt:nt + 32]`` (64 bytes hold at most 32
+    starts; ``tok`` must have room)."""
+    if not (_bytes_arrays(doc, buf) and isinstance(tok, types.Array) and tok.ndim == 1 and tok.dtype == types.int64):
+        return None
+    i64 = types.int64
+    sig = types.UniTuple(i64, 3)(doc, i64, buf, tok, i64, i64, i64, types.uint8)
+
+    def codegen(context, builder, signature, args):
+        doc_v, i_v, buf_v, tok_v, blen_v, nt_v, prev_v, low_v = args
+        c = _load64(context, builder, signature.args[0], doc_v, i_v)
+        digit = builder.icmp_unsigned("<", builder.sub(c, _splat(builder, 48, _V8)), _splat(builder, 10, _V8))
+        alpha = builder.icmp_unsigned("<", builder.sub(builder.or_(c, _splat(builder, 32, _V8)),
+                                                       _splat(builder, 97, _V8)), _splat(builder, 26, _V8))
+        word = builder.or_(digit, alpha)
+        mapped = builder.select(word, _lowered(builder, c, low_v), _splat(builder, 32, _V8))
+        wbits = builder.bitcast(word, _I64)
+        keep = builder.or_(wbits, builder.or_(builder.shl(wbits, ir.Constant(_I64, 1)), prev_v))
+        dest = builder.gep(context.make_array(signature.args[2])(context, builder, buf_v).data, [blen_v])
+        packed = _compress(builder, mapped, builder.bitcast(keep, _M64), dest)
+        count = _ctpop(builder, keep)
+        valid = builder.select(builder.icmp_unsigned("==", count, ir.Constant(_I64, 64)), ir.Constant(_I64, -1),
+                               builder.sub(builder.shl(ir.Constant(_I64, 1), count), ir.Constant(_I64, 1)))
+        outw = builder.bitcast(builder.icmp_unsigned("!=", packed, _splat(builder, 32, _V8)), _I64)
+        starts = builder.and_(builder.and_(outw, valid),
+                              builder.not_(builder.or_(builder.shl(outw, ir.Constant(_I64, 1)), prev_v)))
+        where = _compress_reg(builder, ir.Constant(_V8, list(range(64))), builder.bitcast(starts, _M64))
+        first = builder.shuffle_vector(where, ir.Constant(_V8, ir.Undefined),
+                                       ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
+        v64 = ir.VectorType(_I64, 32)
+        offsets = builder.add(builder.zext(first, v64), _splat(builder, blen_v, v64))
+        tok_data = context.make_array(signature.args[3])(context, builder, tok_v).data
+        builder.store(offsets, builder.bitcast(builder.gep(tok_data, [nt_v]), v64.as_pointer()), align=8)
+        return context.make_tuple(builder, signature.return_type,
+                                  [builder.add(blen_v, count), builder.add(nt_v, _ctpop(builder, starts)),
+                                   builder.lshr(wbits, ir.Constant(_I64, 63))])
+
+    return sig, codegen
+
+
+_V64 = ir.VectorType(_I64, 8)
+
+
+def _const64(x) -> ir.Constant:
+    return ir.Constant(_V64, [int(x)] * 8)
+
+
+def _nd64_step(builder, h, w):
+    """``rotl64(h ^ (w * P1), 31) * P2`` on 8 lanes."""
+    x = builder.xor(h, builder.mul(w, _const64(P1)))
+    x = builder.or_(builder.shl(x, _const64(31)), builder.lshr(x, _const64(33)))
+    return builder.mul(x, _const64(P2))
+
+
+def _fmix64_vec(builder, h):
+    for f in (F1, F2):
+        h = builder.mul(builder.xor(h, builder.lshr(h, _const64(33))), _const64(f))
+    return builder.xor(h, builder.lshr(h, _const64(33)))
+
+
+@intrinsic
+def hash8_short(typingctx, buf, s, mask, n, out, at):
+    """``out[at + s + r] = hash_span(buf, s + r, s + r + n)`` for r in 0..7, n <= 8 (``mask``
+    keeps the low n bytes of a word).
+
+    The 8 windows are cut from one 16-byte load with a byte shuffle (``vpermb`` with AVX-512
+    VBMI; plain IR, so any target compiles it), which costs half of what 8-lane gathers of
+    unaligned words do; then nd64's one word step and finaliser on the 8 lanes."""
+    if not (_bytes_arrays(buf) and isinstance(out, types.Array) and out.ndim == 1 and out.dtype == types.uint64):
+        return None
+    i64, u64 = types.int64, types.uint64
+    sig = types.void(buf, i64, u64, u64, out, i64)
+
+    def codegen(context, builder, signature, args):
+        buf_v, s_v, mask_v, n_v, out_v, at_v = args
+        v16 = ir.VectorType(_I8, 16)
+        data = context.make_array(signature.args[0])(context, builder, buf_v).data
+        raw = builder.load(builder.bitcast(builder.gep(data, [s_v]), v16.as_pointer()), align=1)
+        windows = builder.shuffle_vector(raw, ir.Constant(v16, ir.Undefined),
+                                         ir.Constant(ir.VectorType(_I32, 64), [r + j for r in range(8) for j in range(8)]))
+        w = builder.and_(builder.bitcast(windows, _V64), _splat(builder, mask_v, _V64))
+        h = _fmix64_vec(builder, builder.xor(_nd64_step(builder, _const64(SEED), w), _splat(builder, n_v, _V64)))
+        dest = builder.gep(context.make_array(signature.args[4])(context, builder, out_v).data, [builder.add(at_v, s_v)])
+        builder.store(h, builder.bitcast(dest, _V64.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# --------------------------------------------------------------------------------------------
+# Word-at-a-time primitives
+@intrinsic
+def load8(typingctx, arr, idx):
+    """The 8 bytes ``arr[idx:idx+8]`` as one little-endian uint64 (unaligned, unchecked)."""
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], sig.args[1], types.intp)
+        ptr = builder.bitcast(builder.gep(ary.data, [index]), ir.IntType(64).as_pointer())
+        word = builder.load(ptr, align=1)
+        return builder.bswap(word) if BIG_ENDIAN else word
+
+    return types.uint64(arr, idx), codegen
+
+
+@intrinsic
+def store8(typingctx, arr, idx, val):
+    """Write uint64 ``val`` to ``arr[idx:idx+8]`` little-endian (unaligned, unchecked)."""
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], sig.args[1], types.intp)
+        ptr = builder.bitcast(builder.gep(ary.data, [index]), ir.IntType(64).as_pointer())
+        builder.store(builder.bswap(args[2]) if BIG_ENDIAN else args[2], ptr, align=1)
+        return context.get_dummy_value()
+
+    return types.void(arr, idx, val), codegen
+
+
+@intrinsic
+def ctz(typingctx, val):
+    """Trailing zero bits of a nonzero uint64, as int64."""
+
+    def codegen(context, builder, sig, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return types.int64(types.uint64), codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """Start loading the cache line of ``arr[index]`` (``index`` a tuple) without waiting for it;
+    an index out of bounds is harmless (a prefetch never faults)."""
+
+    def codegen(context, builder, signature, args):
+        aryty, indexty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        index = cgutils.unpack_tuple(builder, args[1], len(indexty))
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, index, wraparound=False)
+        i8p = llvm_ir.IntType(8).as_pointer()
+        i32 = llvm_ir.IntType(32)
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch." + i8p.intrinsic_name)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, keep in all levels, data
+        return context.get_dummy_value()
+
+    return types.void(arr, index), codegen

@@ -1,0 +1,44 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+
+@nb.njit(inline="always", cache=True)
+def find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@nb.njit(inline="always", cache=True)
+def union(parent, a, b):
+    """Join the components of a and b; True if they were apart. The smaller root wins."""
+    ra = find(parent, a)
+    rb = find(parent, b)
+    if ra == rb:
+        return False
+    if ra < rb:
+        parent[rb] = ra
+    else:
+        parent[ra] = rb
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def union_edges(parent, a, b):
+    """Apply every edge (a[i], b[i]) to ``parent`` in place."""
+    for i in range(a.shape[0]):
+        union(parent, a[i], b[i])
+
+
+@nb.njit(cache=True, nogil=True)
+def roots(parent):
+    """The root (smallest member) of every element's component."""
+    out = np.empty(parent.shape[0], dtype=np.int64)
+    for i in range(parent.shape[0]):
+        out[i] = find(parent, i)
+    return out

@@ -1,0 +1,168 @@
+"""The batch dedup job as a function: read -> the method's plan on an engine -> result.
+
+:func:`dedup` wires the layers together: a reader of :mod:`neardup.io` is the document source,
+the method config gives the plan, an engine runs it (:class:`~neardup.engine.local.LocalEngine`
+with every core by default). Nothing is written; the command line writes the outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .core.parallel import MAX_WORKERS
+from .core.validation import Choice, Integer, Optional, check
+from .engine.base import Engine, JobResult
+from .engine.local import LocalEngine
+from .io import ReadStats, read_documents
+from .methods.base import MethodConfig
+from .methods.registry import DEFAULT_METHOD, get_method
+
+__all__ = ["DedupResult", "dedup", "default_workers"]
+
+MAX_BATCH_SIZE = 10_000_000
+
+
+def default_workers() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, eq=False)
+class DedupResult:
+    """Everything a dedup run found (nothing is written)."""
+
+    config: MethodConfig
+    job: JobResult
+    read_stats: ReadStats
+
+    @property
+    def ids(self) -> list[str]:
+        return self.job.ids
+
+    @property
+    def root(self) -> np.ndarray:
+        """int64[n] smallest document index of each document's cluster."""
+        return self.job.root
+
+    @property
+    def kept(self) -> np.ndarray:
+        """int64[n] index of the kept document of each document's cluster."""
+        return self.job.kept
+
+    @property
+    def similarity(self) -> np.ndarray:
+        """float64[n] similarity of each document to its kept document (1.0 for kept ones)."""
+        return self.job.similarity
+
+    @property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Verified pairs (index a < index b, similarity), when asked for."""
+        return self.job.pairs
+
+    @property
+    def counters(self) -> dict[str, float]:
+        return self.job.counters
+
+    @property
+    def timings(self) -> dict[str, float]:
+        return self.job.timings
+
+    @property
+    def empty(self) -> int:
+        """Documents with no features."""
+        return int(np.count_nonzero(self.job.empty))
+
+    @property
+    def stats(self) -> dict[str, str]:
+        """The method's summary lines (label -> text)."""
+        lines = dict(self.config.describe(self.counters))
+        repeated = len(self.ids) - len(set(self.ids))
+        if repeated:
+            lines["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
+        return lines
+
+    @property
+    def keep_mask(self) -> np.ndarray:
+        return self.job.keep_mask
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_removed(self) -> int:
+        return int(len(self.kept) - np.count_nonzero(self.keep_mask))
+
+    @property
+    def n_clusters(self) -> int:
+        """Clusters with two or more documents."""
+        if not len(self.root):
+            return 0
+        return int(np.count_nonzero(np.bincount(self.root) >= 2))
+
+
+class _Callbacks:
+    """A progress display made of two optional callbacks."""
+
+    def __init__(self, on_batch: Callable[[int], None] | None, on_stage: Callable[[str], None] | None) -> None:
+        self._batch, self._stage = on_batch, on_stage
+
+    def advance(self, n: int) -> None:
+        if self._batch is not None:
+            self._batch(n)
+
+    def stage(self, name: str) -> None:
+        if self._stage is not None:
+            self._stage(name)
+
+
+def dedup(paths: Sequence[str], method: MethodConfig | None = None, *, keep: Literal["first", "longest"] = "first",
+          workers: int | None = None, batch_size: int = 2048, text_field: str = "text",
+          id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", html: bool = False,
+          main_content: bool = False, want_pairs: bool = False, engine: Engine | None = None,
+          on_batch: Callable[[int], None] | None = None,
+          on_stage: Callable[[str], None] | None = None) -> DedupResult:
+    """Run the dedup job on input files and return what it found (nothing is written).
+
+    ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
+    of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
+    with ``workers`` threads, every core when None); ``html`` strips markup from the text field
+    (``main_content``: keep each page's main block).
+
+    >>> import tempfile, pathlib, json
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> docs = ["the quick brown fox jumps over the lazy dog near the river bank today"] * 2
+    >>> _ = (d / "in.jsonl").write_text("".join(json.dumps({"text": t}) + "\\n" for t in docs))
+    >>> dedup([str(d / "in.jsonl")]).n_removed
+    1
+    """
+    if method is None:
+        method = get_method(DEFAULT_METHOD)()
+    if not isinstance(method, MethodConfig):
+        raise TypeError(f"method must be a method config (such as MinHashConfig()), got {type(method).__name__}")
+    keep = check("keep", keep, Choice(("first", "longest")))
+    workers = check("workers", workers, Optional(Integer(1, MAX_WORKERS)))
+    batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
+    if engine is not None and workers is not None:
+        raise ValueError("give either engine or workers (the engine has its own workers)")
+    read_stats = ReadStats()
+    first_pass = [True]
+
+    def source() -> Any:
+        stats = read_stats if first_pass[0] else None
+        first_pass[0] = False
+        return read_documents(paths, text_field=text_field, id_field=id_field, on_error=on_error,
+                              batch_size=batch_size, stats=stats, html=html, main_content=main_content)
+
+    engine = engine or LocalEngine(workers or default_workers())
+    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs,
+                     progress=_Callbacks(on_batch, on_stage))
+    return DedupResult(method, job, read_stats)

@@ -1,0 +1,71 @@
+"""Option handling shared by the ``neardup`` commands."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+import orjson
+
+from ..core.errors import NeardupError
+
+EXIT_DATA_ERROR = 1
+
+
+SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def make_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def emit_json(data) -> None:
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
+
+
+@contextmanager
+def data_errors():
+    """Bad input (unreadable files, malformed tables) -> message on stderr and exit code 1."""
+    try:
+        yield
+    except (NeardupError, ValueError, OSError) as exc:
+        click.echo(f"neardup: error: {exc}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+
+
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg backend, or exit 1 saying how to install it."""
+    try:
+        import matplotlib
+    except ImportError:
+        click.echo("neardup: error: --plot needs matplotlib, an optional dependency; install it with "
+                   "pip install 'neardup[plot]' (or pip install matplotlib)", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_plot(fig, path: str) -> None:
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except ValueError as exc:  # an extension matplotlib cannot write
+        raise click.BadParameter(str(exc), param_hint="--plot") from None
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def check_plot_path(ctx, param, value):
+    if value is None:
+        return None
+    suffix = Path(value).suffix.lower().lstrip(".")
+    if suffix not in ("png", "svg", "pdf", "jpg", "jpeg"):
+        raise click.BadParameter(f"cannot tell the image format of {value!r}; use .png, .svg, .pdf or .jpg")
+    return value

@@ -1,0 +1,110 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..core.errors import NeardupError
+from ..methods.minhash.config import DEFAULT_NGRAM, DEFAULT_NUM_PERM
+from ..text.shingles import Shingling
+from .common import SETTINGS, data_errors, emit_json, make_console
+from .options import shingling_option
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+@click.command("compare", context_settings=SETTINGS)
+@click.argument("a")
+@click.argument("b")
+@click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file paths.")
+@click.option("--ngram", type=click.IntRange(min=1), default=None,
+              help=f"Word n-gram shingle size [default: {DEFAULT_NGRAM}].")
+@click.option("--char-ngram", type=click.IntRange(min=1), default=None,
+              help="Use character n-gram shingles of this size instead of word n-grams.")
+@click.option("--strip-punctuation", is_flag=True, help="Drop punctuation before character shingling.")
+@click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
+              help="MinHash signature length K.")
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True,
+              help="Seed of the MinHash permutations.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Confidence level of the MinHash interval.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Shingles to list of each kind (shared, only in A, only in B).")
+@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON on stdout.")
+def compare_cmd(a, b, literal, ngram, char_ngram, strip_punctuation, num_perm, seed, level, limit, encoding, as_json):
+    """Show why two documents are, or are not, near-duplicates.
+
+    A and B are text files (or, with --text, the texts). Prints the exact Jaccard, weighted
+    Jaccard and containment of their shingle sets, the MinHash estimate with its confidence
+    interval, the SimHash distance (when neardup.methods.simhash is available), and the shared and
+    differing shingles.
+
+    \b
+    Examples:
+      neardup compare answer.txt source.txt --ngram 3
+      neardup compare --text "the cat sat on the mat" "the cat sat on a mat" --ngram 2 --json
+    """
+    from ..eval.compare import compare
+
+    shingling = shingling_option(ngram, char_ngram, strip_punctuation, Shingling("word", DEFAULT_NGRAM))
+    with data_errors():
+        text_a = a if literal else _read_text(a, encoding)
+        text_b = b if literal else _read_text(b, encoding)
+        result = compare(text_a, text_b, shingling, num_perm=num_perm, seed=seed, level=level, limit=limit)
+    if as_json:
+        out = result.as_dict()
+        out["a"], out["b"] = ("<text>" if literal else a), ("<text>" if literal else b)
+        emit_json(out)
+        return
+    _print_comparison(result, "A" if literal else a, "B" if literal else b)
+
+
+def _read_text(path: str, encoding: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        hint = " (to compare literal texts, add --text)" if not p.exists() else ""
+        raise NeardupError(f"{path}: no such file{hint}")
+    try:
+        return p.read_bytes().decode(encoding)
+    except LookupError:
+        raise click.BadParameter(f"unknown encoding {encoding!r}", param_hint="--encoding") from None
+    except UnicodeDecodeError as exc:
+        raise NeardupError(f"{path}: not valid {encoding} at byte {exc.start}; try --encoding cp1252 "
+                           "or --encoding latin-1") from None
+
+
+def _print_comparison(c, name_a: str, name_b: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = make_console()
+    sh = c.shingling
+    what = f"word {sh.n}-grams" if sh.kind == "word" else f"character {sh.n}-grams"
+    if sh.strip_punctuation:
+        what += ", punctuation stripped"
+    table = Table(title=f"neardup compare ({what})", show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("A", f"{escape(name_a)}: {c.shingles_a:,} distinct shingles")
+    table.add_row("B", f"{escape(name_b)}: {c.shingles_b:,} distinct shingles")
+    table.add_row("Jaccard", f"{c.jaccard:.4f}  (|A n B| = {c.n_shared:,})")
+    table.add_row("weighted Jaccard", f"{c.weighted_jaccard:.4f}  (shingles counted with repeats)")
+    table.add_row("containment A in B", f"{c.containment_a_in_b:.4f}  (|A n B| / |A|)")
+    table.add_row("containment B in A", f"{c.containment_b_in_a:.4f}  (|A n B| / |B|)")
+    m = c.minhash
+    table.add_row("MinHash estimate", f"{m.value:.4f}  ({m.matches} of {m.num_perm} slots; {m.level:.0%} "
+                                      f"{m.method} interval {m.low:.4f} - {m.high:.4f}; std. error {m.stderr:.4f})")
+    if c.simhash is not None:
+        s = c.simhash
+        table.add_row("SimHash", f"Hamming distance {s['distance']} of {s['bits']} bits (1 - d/f = "
+                                 f"{s['similarity']:.4f}, estimated cosine {s['cosine']:.4f})")
+    console.print(table)
+    for title, items, total in (("shared", c.shared, c.n_shared), ("only in A", c.only_a, c.n_only_a),
+                                ("only in B", c.only_b, c.n_only_b)):
+        more = f" (first {len(items)})" if total > len(items) else ""
+        console.print(f"[bold]{title}: {total:,} shingles{more}[/bold]")
+        for s in items:
+            console.print(f"  {escape(repr(s))}", highlight=False)

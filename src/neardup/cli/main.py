@@ -1,0 +1,25 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from .compare import compare_cmd
+from .dedup import dedup_cmd
+from .evaluate import eval_cmd
+from .report import report_cmd
+from .tune import tune_cmd
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="neardup")
+def main() -> None:
+    """Find near-duplicate documents: shingling, MinHash and LSH.
+
+    Run `neardup COMMAND --help` for the options of a command.
+    """
+
+
+for _command in (dedup_cmd, tune_cmd, compare_cmd, eval_cmd, report_cmd):
+    main.add_command(_command)

@@ -1,0 +1,55 @@
+"""Array helpers written once: growing row buffers, concatenation, text lengths."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["RowBuffer", "concat", "text_lengths"]
+
+
+def concat(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+    """``np.concatenate`` that returns ``empty`` for no parts."""
+    return np.concatenate(parts) if parts else empty
+
+
+def text_lengths(texts: Sequence[str]) -> np.ndarray:
+    """int64[n]: the length in characters of every text.
+
+    >>> text_lengths(["ab", "", "xyz"]).tolist()
+    [2, 0, 3]
+    """
+    return np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+
+
+class RowBuffer:
+    """Rows appended batch after batch into one array, without a final concatenation.
+
+    The array grows by ``ndarray.resize``, which reallocates in place where it can (``mremap``
+    for large arrays on Linux), and capacity that was never written costs no resident memory;
+    so the peak is about the final array, not twice it.
+
+    >>> buf = RowBuffer((2,), np.int64)
+    >>> buf.append(np.ones((3, 2), dtype=np.int64)); buf.finish().shape
+    (3, 2)
+    """
+
+    def __init__(self, row_shape: tuple[int, ...], dtype) -> None:
+        self._array = np.empty((1024,) + tuple(row_shape), dtype=dtype)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, rows: np.ndarray) -> None:
+        need = self._n + len(rows)
+        if need > len(self._array):
+            self._array.resize((max(need, 2 * len(self._array)),) + self._array.shape[1:], refcheck=False)
+        self._array[self._n : need] = rows
+        self._n = need
+
+    def finish(self) -> np.ndarray:
+        """The rows appended so far, as one array (the buffer must not be used afterwards)."""
+        self._array.resize((self._n,) + self._array.shape[1:], refcheck=False)
+        return self._array

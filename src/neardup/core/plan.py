@@ -1,0 +1,177 @@
+"""What a method's batch job is: a plan of stages of plain, picklable functions over arrays.
+
+A method does not run its job; it describes it. Its config's ``plan()`` returns a :class:`Plan`,
+a sequence of stages, and an engine (:mod:`neardup.engine`) runs it: on threads on one machine,
+or, with the same plan, elsewhere. Every function a stage names is a module-level function (no
+closure, no lambda) taking the method's frozen config first, so a plan pickles and its stages
+can run in another process. Stages read and write named entries of the job's *state*, a dict
+of arrays and small picklable objects.
+
+Three kinds of stage:
+
+- :class:`Scan`: one pass over the input documents. ``map(config, batch, *inputs)`` turns each
+  batch into a *part* (on the workers); a :class:`Reducer` made by ``reduce(config)`` combines
+  the parts in input order (``add``) and parts of neighbouring stretches of input (``merge``),
+  and its ``result()`` is added to the state. A job reads its input once per scan.
+- :class:`Step`: a computation over the state, ``fn(config, ctx, *inputs) -> dict``; ``ctx``
+  (:class:`StageContext`) gives the job's threads.
+- :class:`GroupBy`: the candidate stage as a group-by-key. ``keys(config, *inputs)`` gives every
+  document's keys in ``t`` tables (uint64, one or more words a key) and which documents take part
+  in each table; documents that share a key in a table form a group, ``verify(config, members,
+  *inputs)`` returns the pairs of one group that are near-duplicates, and the job's result is the
+  union of those pairs and its connected components. ``local(config, ctx, *inputs)`` computes the
+  same result the fast way on one machine (sorting, skipping pairs already joined); an engine
+  that spreads groups over machines uses ``keys`` and ``verify``.
+
+The state a plan must end with: ``root`` (int64[n], the smallest document of each document's
+cluster), ``empty`` (bool[n], documents with no features) and, when the job asks for pairs,
+``pairs`` (``(a, b, similarity)``, a < b, sorted). ``similarity(config, state, docs, others)``
+gives the method's similarity of ``docs[q]`` to ``others[q]``. Counters (numbers, never
+formatted text) that stages return under ``"counters"`` are summed across stages and workers.
+
+With ``prepass`` set, the engine first groups documents whose normalized texts are identical
+(:mod:`neardup.methods.exact`) and runs the stages on the first of each group only; the result is
+spread back to every document. Equal texts have equal features under every method, so the
+result is the same; only the repeated work is saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .arrays import RowBuffer
+from .parallel import Threads
+
+__all__ = ["GroupBy", "Plan", "Prepass", "Reducer", "Rows", "Scan", "StageContext", "Step"]
+
+
+class Reducer(Protocol):
+    """Combines the parts of a :class:`Scan`: ``add`` takes them in input order, ``merge`` takes a
+    reducer that combined the stretch of input right after this one's; ``result`` is the state."""
+
+    def add(self, part: Any) -> None: ...
+
+    def merge(self, other: Reducer) -> None: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One pass over the input: ``map(config, batch, *inputs)`` per batch, combined by the
+    reducer ``reduce(config)``.
+
+    ``prepare`` (optional) splits ``map`` in two for the exact pre-pass: ``prepare(config, batch,
+    keys_wanted) -> (prepared, keys)`` computes what the pre-pass needs (the uint64[n, 2] exact
+    keys of the normalized texts) from the work the method does anyway, and ``map(config,
+    prepared, chosen, *inputs)`` finishes the documents of ``chosen`` (bool[n], or None for all).
+    """
+
+    name: str
+    map: Callable[..., Any]
+    reduce: Callable[[Any], Reducer]
+    inputs: tuple[str, ...] = ()
+    prepare: Callable[..., tuple[Any, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """``fn(config, ctx, *inputs) -> dict`` over the state."""
+
+    name: str
+    fn: Callable[..., dict[str, Any]]
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupBy:
+    """Candidates grouped by key, verified per group, joined into clusters (see the module docs).
+
+    ``keys(config, *inputs) -> (keys, member)``: ``keys`` uint64[n, t] or uint64[n, t, w] (a key of
+    ``w`` words), ``member`` bool[n, t] (document i takes part in table j). ``verify(config,
+    members, *inputs) -> (a, b, similarity)``: the near-duplicate pairs among the int64 document
+    indices ``members`` of one group, ``a < b``. ``local(config, ctx, *inputs) -> dict`` returns
+    ``root``, ``pairs`` (when ``ctx.want_pairs``) and ``counters``, equal to what ``keys`` and
+    ``verify`` define.
+    """
+
+    name: str
+    keys: Callable[..., tuple[np.ndarray, np.ndarray]]
+    verify: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
+    local: Callable[..., dict[str, Any]]
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prepass:
+    """The exact pre-pass: documents whose texts are equal after this normalization are grouped,
+    and only the first of each group goes through the plan."""
+
+    nfkc: bool = True
+    casefold: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A method's batch job (see the module docs)."""
+
+    config: Any
+    stages: tuple[Scan | Step | GroupBy, ...]
+    similarity: Callable[[Any, dict[str, Any], np.ndarray, np.ndarray], np.ndarray]
+    prepass: Prepass | None = None
+
+    @property
+    def scans(self) -> int:
+        """How many times the job reads its input."""
+        return sum(isinstance(s, Scan) for s in self.stages)
+
+
+@dataclass
+class StageContext:
+    """What an engine gives a :class:`Step` or a ``GroupBy.local``."""
+
+    threads: Threads
+    """The job's worker threads (``threads.workers`` of them)."""
+    want_pairs: bool = False
+    """The job reports every near-duplicate pair, not only the clusters."""
+    counters: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def workers(self) -> int:
+        return self.threads.workers
+
+
+class Rows:
+    """A :class:`Reducer` for row-aligned columns: each part is a dict of arrays whose first
+    axis is the batch's (chosen) documents; ``result()`` concatenates them in input order.
+
+    ``columns`` gives each column's row shape and dtype, so that an empty input still has
+    correctly shaped columns. Rows are appended into :class:`~neardup.core.arrays.RowBuffer`s,
+    so the peak memory is about the final arrays, not twice them.
+    """
+
+    def __init__(self, columns: dict[str, tuple[tuple[int, ...], Any]], counters: tuple[str, ...] = ()) -> None:
+        self._buffers = {name: RowBuffer(shape, dtype) for name, (shape, dtype) in columns.items()}
+        self._counters = dict.fromkeys(counters, 0)
+
+    def add(self, part: dict[str, Any]) -> None:
+        for name, buf in self._buffers.items():
+            buf.append(part[name])
+        for name in self._counters:
+            self._counters[name] += part[name]
+
+    def merge(self, other: Rows) -> None:
+        for name, buf in self._buffers.items():
+            buf.append(other._buffers[name].finish())
+        for name in self._counters:
+            self._counters[name] += other._counters[name]
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: buf.finish() for name, buf in self._buffers.items()}
+        if self._counters:
+            out["counters"] = dict(self._counters)
+        return out

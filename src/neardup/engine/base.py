@@ -1,0 +1,124 @@
+"""The engine contract: run a method's plan over a document source and return the clusters.
+
+An engine takes a :class:`~neardup.core.plan.Plan` and a
+:class:`~neardup.core.documents.DocumentSource` and returns a :class:`JobResult`: for every
+document its cluster (root), its kept document and its similarity to it, the verified pairs
+when asked for, numeric counters and the seconds each stage took. Engines differ in where the
+work runs, never in the answer: for the same input and plan, every engine and every number of
+workers gives the same ids, roots, kept documents, similarities and pairs (the contract tests
+check this for every registered method).
+
+What every engine shares lives here: choosing the kept document of each cluster, and spreading a
+result found on the representatives of the exact pre-pass back to every document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from ..core.components import choose_kept
+from ..core.documents import DocumentSource
+from ..core.plan import Plan
+from ..core.validation import Choice, check
+from ..methods.exact.groups import ExactGroups
+
+__all__ = ["Engine", "JobResult", "NoProgress", "Progress", "finish_job"]
+
+Keep = Literal["first", "longest"]
+KEEP = Choice(("first", "longest"))
+
+
+class Progress(Protocol):
+    """Told by the engine what runs: ``stage(name)`` as each stage starts, ``advance(n)`` as each
+    batch of ``n`` documents of a scan is done."""
+
+    def stage(self, name: str) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+
+class NoProgress:
+    """A :class:`Progress` that shows nothing."""
+
+    def stage(self, name: str) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+@dataclass(frozen=True, eq=False)
+class JobResult:
+    """What a batch job found, for every document of its input (in input order)."""
+
+    ids: list[str]
+    lengths: np.ndarray
+    """int64[n] text length in characters."""
+    root: np.ndarray
+    """int64[n] smallest document index of each document's cluster."""
+    kept: np.ndarray
+    """int64[n] index of the kept document of each document's cluster."""
+    similarity: np.ndarray
+    """float64[n] similarity of each document to its kept document (1.0 for kept ones)."""
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    """Verified pairs (index a < index b, similarity), sorted, when asked for."""
+    empty: np.ndarray
+    """bool[n] documents with no features (never near-duplicates of anything)."""
+    counters: dict[str, float]
+    """The method's counters (candidate pairs checked, ...), summed over stages and workers."""
+    timings: dict[str, float]
+    """Seconds per stage."""
+
+    @property
+    def keep_mask(self) -> np.ndarray:
+        """bool[n]: the documents kept."""
+        return self.kept == np.arange(len(self.kept))
+
+
+class Engine(Protocol):
+    """Runs plans; see the module docs."""
+
+    def run(self, plan: Plan, source: DocumentSource, *, keep: Keep = "first", want_pairs: bool = False,
+            progress: Progress | None = None) -> JobResult: ...
+
+
+def finish_job(plan: Plan, state: dict[str, Any], groups: ExactGroups | None, ids: list[str],
+               lengths: np.ndarray, keep: Keep, want_pairs: bool, counters: dict[str, float],
+               timings: dict[str, float]) -> JobResult:
+    """The :class:`JobResult` of a plan whose stages have run, ``state`` holding ``root``, ``empty``
+    and (with ``want_pairs``) ``pairs`` over the documents the stages saw: every document, or the
+    representatives of the exact pre-pass ``groups``.
+
+    With the pre-pass, a document joins its representative's cluster; pairs inside a group have
+    similarity 1.0 and a pair of representatives stands for every pair of their members. Groups
+    whose representative has no features are dissolved: empty documents never match, not even
+    each other.
+    """
+    keep = check("keep", keep, KEEP)
+    for name in ("root", "empty") + (("pairs",) if want_pairs else ()):
+        if name not in state:
+            raise RuntimeError(f"the {plan.config.name} plan ended without {name!r}")
+    sub_root = np.asarray(state["root"], dtype=np.int64)
+    sub_empty = np.asarray(state["empty"], dtype=bool)
+    sub_pairs = state.get("pairs") if want_pairs else None
+    n = len(ids)
+    if groups is None:
+        root, empty, pairs = sub_root, sub_empty, sub_pairs
+
+        def to_sub(docs: np.ndarray) -> np.ndarray:
+            return docs
+    else:
+        every = groups.to_sketched(np.arange(n))
+        root = groups.expand_root(sub_root, sub_empty)
+        empty = sub_empty[every]
+        pairs = groups.expand_pairs(*sub_pairs, sub_empty=sub_empty) if sub_pairs is not None else None
+        to_sub = groups.to_sketched
+    if len(root) != n:
+        raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
+    kept = choose_kept(root, keep, lengths)
+    docs = np.arange(n, dtype=np.int64)
+    similarity = np.asarray(plan.similarity(plan.config, state, to_sub(docs), to_sub(kept)), dtype=np.float64)
+    return JobResult(ids, lengths, root, kept, similarity, pairs, empty, counters, timings)

@@ -1,0 +1,188 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+import orjson
+
+from .._kernels.lines import copy_kept
+from ..core.errors import InputError
+from .policy import (
+    MISSING,
+    Chunk,
+    Policy,
+    bad_utf8,
+    kind_of,
+    missing_id,
+    missing_text,
+    text_not_str,
+)
+from .streams import line_blocks, open_input, raw_blocks
+
+if TYPE_CHECKING:
+    from .write import JsonlSink
+
+
+def _json_error(path: str, line: int, raw: bytes, exc: orjson.JSONDecodeError) -> InputError:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return bad_utf8(path, line, uexc, "line")
+    return InputError(
+        path,
+        line,
+        f"malformed JSON at column {exc.colno}: {exc.msg} (expected one JSON object per line)",
+        reason="malformed JSON",
+    )
+
+
+def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str, str, dict] | None:
+    """(id, text, object) of one non-blank JSONL line, or None after ``pol.reject``-ing it."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        pol.reject(_json_error(path, lineno, line, exc))
+        return None
+    if type(obj) is not dict:
+        pol.reject(InputError(path, lineno, f"expected a JSON object per line, got {kind_of(obj)}",
+                              reason="not a JSON object"))
+        return None
+    text = obj.get(pol.text_field, MISSING)
+    if type(text) is not str:
+        if text is MISSING:
+            pol.reject(missing_text(path, lineno, obj, pol.text_field))
+        else:
+            pol.reject(text_not_str(path, lineno, text, pol.text_field))
+        return None
+    id_field = pol.id_field
+    if id_field is None:
+        doc_id = obj.get("id")
+        if doc_id is None:
+            doc_id = f"{path}:{lineno}"
+        elif type(doc_id) is not str:
+            doc_id = str(doc_id)
+    else:
+        doc_id = obj.get(id_field)
+        if doc_id is None:
+            pol.reject(missing_id(path, lineno, obj, id_field, id_field in obj))
+            return None
+        if type(doc_id) is not str:
+            doc_id = str(doc_id)
+    return doc_id, text, obj
+
+
+def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
+    """JSON Lines. payload (full): (raw line bytes, parsed dicts) of the valid records.
+
+    Without ``full``, each block goes through :func:`neardup.io.jsonl_scan.scan_block` (one kernel
+    call finds and unescapes the text and id of every ordinary line); the lines it declines are
+    parsed here with orjson, which also words the errors. Both give the same records.
+    """
+    stream = open_input(path, pol)
+    if stream is None:
+        return
+    lineno = 0
+    with stream:
+        if not full:
+            yield from _scan_jsonl_blocks(stream, path, pol)
+            return
+        for block in line_blocks(stream, path, pol):
+            ids: list[str] = []
+            texts: list[str] = []
+            raws: list[bytes] = []
+            objs: list[dict] = []
+            for line in block:
+                lineno += 1
+                if not line or line.isspace():
+                    continue
+                record = _parse_record(line, path, lineno, pol)
+                if record is not None:
+                    ids.append(record[0])
+                    texts.append(record[1])
+                    raws.append(line)
+                    objs.append(record[2])
+            if ids:
+                yield Chunk(ids, texts, (raws, objs))
+
+
+def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
+    """The records of an open JSONL stream, a block at a time, via the scanning kernel."""
+    from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK
+    from .jsonl_scan import scan_block
+
+    text_key = pol.text_field.encode("utf-8", "surrogatepass")
+    id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
+    base = 0  # lines before this block
+    buffer = None  # the kernel's output buffer, reused block after block
+    for block in raw_blocks(stream, path, pol):
+        r = scan_block(block, text_key, id_key, buffer)
+        buffer = r.out
+        status = r.status
+        if pol.id_field is not None:  # a missing id is an error: orjson's path words it
+            status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
+        ok = np.flatnonzero(status == OK)
+        out, raw = memoryview(r.out), memoryview(block)
+        texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
+        kinds = r.id_kind[ok].tolist()
+        lines = (ok + (base + 1)).tolist()
+        ids = [f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else
+               str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
+               for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())]
+        declined = np.flatnonzero(status == FALLBACK)
+        if len(declined):
+            ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
+        base += len(status)
+        if ids:
+            yield Chunk(ids, texts, None)
+
+
+def _merge_declined(block: bytes, r, ok: np.ndarray, declined: np.ndarray, ids: list[str], texts: list[str],
+                    path: str, base: int, pol: Policy) -> tuple[list[str], list[str]]:
+    """Parse the lines the kernel declined and put their records among the others, in line order."""
+    parsed: dict[int, tuple[str, str]] = {}
+    for i in declined.tolist():
+        record = _parse_record(block[r.line_start[i]:r.line_end[i]], path, base + i + 1, pol)
+        if record is not None:
+            parsed[i] = record[:2]
+    if not parsed:
+        return ids, texts
+    order = sorted([*zip(ok.tolist(), ids, texts), *((i, d, t) for i, (d, t) in parsed.items())])
+    return [d for _, d, _ in order], [t for _, _, t in order]
+
+
+def copy_kept_jsonl(path: str, pol: Policy, keep: np.ndarray, start: int, sink: "JsonlSink") -> int:
+    """Write the kept lines of a JSON Lines file known to hold only valid records (every
+    non-blank line is one, numbered from ``start``); return the next record number."""
+
+    stream = open_input(path, pol)
+    if stream is None:
+        return start
+    out = np.empty(0, dtype=np.uint8)
+    with stream:
+        for block in raw_blocks(stream, path, pol):
+            if len(out) <= len(block):
+                out = np.empty(len(block) + 1, dtype=np.uint8)
+            n, start = copy_kept_lines(block, keep, start, out)
+            if n:
+                sink.write_bytes(memoryview(out)[:n])
+    return start
+
+
+def copy_kept_lines(block: bytes, keep: np.ndarray, start: int, out: np.ndarray) -> tuple[int, int]:
+    """Copy the kept non-blank lines of ``block`` into ``out``, each followed by ``\\n``.
+
+    ``block`` holds whole lines (its last line may lack its ``\\n``); its non-blank lines are the
+    records ``start, start + 1, ...`` and line ``r`` is copied when ``keep[r]``. Lines are copied
+    byte for byte (a ``\\r`` before the ``\\n`` included). ``out`` must hold ``len(block) + 1``
+    bytes. Returns (bytes written to ``out``, the next record number); records beyond
+    ``len(keep)`` are counted, not copied, so the caller can report the mismatch.
+
+    >>> out = np.empty(32, dtype=np.uint8)
+    >>> n, nxt = copy_kept_lines(b'{"a":1}\\n\\n  \\n{"a":2}\\n{"a":3}', np.array([False, True, True]), 0, out)
+    >>> bytes(out[:n]), nxt
+    (b'{"a":2}\\n{"a":3}\\n', 3)
+    """
+    data = np.frombuffer(block, dtype=np.uint8)
+    return copy_kept(data, np.flatnonzero(data == 10), keep, start, out)

@@ -1,0 +1,98 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+from ..core.errors import InputError
+from .arrow import pq
+from .policy import (
+    Chunk,
+    Policy,
+    bad_utf8,
+    missing_id,
+    missing_text,
+    text_not_str,
+    unreadable,
+    unreadable_errors,
+)
+
+
+def _parquet_text(value: Any, path: str, line: int, text_field: str) -> str | InputError:
+    """A Parquet text cell as str, or the error to report (binary cells are decoded as UTF-8)."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return bad_utf8(path, line, exc, "text")
+    return text_not_str(path, line, value, text_field)
+
+
+def scan_parquet(path: str, pol: Policy, full: bool, rows: int) -> Iterator[Chunk]:
+    """Parquet. payload (full): (record batch with all columns, positions of valid rows or None)."""
+    pol.stats.files += 1
+    text_field, id_field = pol.text_field, pol.id_field
+    try:
+        pf = pq.ParquetFile(path)
+    except unreadable_errors() as exc:
+        pol.reject(unreadable(path, exc))
+        return
+    with pf:
+        names = pf.schema_arrow.names
+        total = pf.metadata.num_rows
+        id_col = id_field if id_field is not None else ("id" if "id" in names else None)
+        problem = None
+        if text_field not in names:
+            problem = missing_text(path, 1, names, text_field)
+        elif id_col is not None and id_col not in names:
+            problem = missing_id(path, 1, names, id_col, False)
+        if problem is not None:  # every row has the same problem
+            if total:
+                pol.reject(problem)
+                pol.stats.skipped += total - 1
+                pol.stats.reasons[problem.reason] += total - 1
+            return
+        columns = None if full else list(dict.fromkeys([text_field, id_col] if id_col else [text_field]))
+        batches = pf.iter_batches(batch_size=rows, columns=columns)
+        row0 = 0
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except unreadable_errors() as exc:
+                pol.reject(unreadable(path, exc))
+                return
+            values = batch.column(text_field).to_pylist()
+            id_values = batch.column(id_col).to_pylist() if id_col else None
+            ids: list[str] = []
+            texts: list[str] = []
+            valid: list[int] = []
+            for k, text in enumerate(values):
+                line = row0 + k + 1
+                if type(text) is not str:
+                    text = _parquet_text(text, path, line, text_field)
+                    if type(text) is not str:
+                        pol.reject(text)
+                        continue
+                if id_values is None:
+                    doc_id = f"{path}:{line}"
+                else:
+                    doc_id = id_values[k]
+                    if doc_id is None:
+                        if id_field is not None:
+                            pol.reject(missing_id(path, line, names, id_field, True))
+                            continue
+                        doc_id = f"{path}:{line}"
+                    elif type(doc_id) is not str:
+                        doc_id = str(doc_id)
+                ids.append(doc_id)
+                texts.append(text)
+                if full:
+                    valid.append(k)
+            row0 += batch.num_rows
+            if ids:
+                all_valid = len(ids) == batch.num_rows
+                yield Chunk(ids, texts, (batch, None if all_valid else valid) if full else None)
+        pol.stats.bytes_read += os.path.getsize(path)

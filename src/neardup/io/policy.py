@@ -1,0 +1,155 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, NamedTuple
+
+import zstandard
+
+from ..core.errors import InputError
+from .arrow import pa
+
+MISSING = object()
+
+
+_ON_ERROR = ("fail", "skip")
+
+
+def unreadable_errors() -> tuple[type[BaseException], ...]:
+    return (OSError, EOFError, zlib.error, zstandard.ZstdError, pa.ArrowException)
+
+
+@dataclass
+class ReadStats:
+    """Counters filled while reading (pass one to :func:`read_documents` to watch progress).
+
+    Attributes:
+        files: input files opened (each ``.txt``/``.html`` file of a directory counts).
+        documents: documents read (skipped records excluded).
+        skipped: records skipped with ``on_error="skip"``; an unreadable file counts once.
+        reasons: reason -> number of skipped records, e.g. ``{"malformed JSON": 2}``.
+        bytes_read: bytes of input consumed: the decompressed stream for JSONL and CSV, the file
+            size for Parquet and ``.txt``/``.html`` files.
+    """
+
+    files: int = 0
+    documents: int = 0
+    skipped: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    bytes_read: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# Error policy
+@dataclass(frozen=True)
+class Policy:
+    """How records are read: which fields, what to do with a bad one, where to count."""
+
+    text_field: str
+    id_field: str | None
+    on_error: str
+    stats: ReadStats
+    html: bool = False
+    """Convert the text field of records from HTML (files of a directory: by extension)."""
+    main_content: bool = False
+    """Keep only the main block of each HTML page."""
+
+    def reject(self, err: InputError) -> None:
+        """Raise ``err`` (fail) or count it as one skipped record (skip)."""
+        if self.on_error == "fail":
+            raise err
+        self.stats.skipped += 1
+        self.stats.reasons[err.reason] += 1
+
+
+def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False) -> Policy:
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
+    if not isinstance(text_field, str) or not text_field:
+        raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
+    if id_field is not None and (not isinstance(id_field, str) or not id_field):
+        raise ValueError(f"id_field must be None or a non-empty string, got {id_field!r}")
+    return Policy(text_field, id_field, on_error, stats if stats is not None else ReadStats(), bool(html),
+                   bool(main_content))
+
+
+def kind_of(value: Any) -> str:
+    """JSON-ish name of a value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _field_list(names: Iterable[str]) -> str:
+    names = list(names)
+    if not names:
+        return "no fields"
+    shown = ", ".join(repr(n) for n in names[:20])
+    return f"fields {shown}{', ...' if len(names) > 20 else ''}"
+
+
+def missing_text(path: str, line: int, names: Iterable[str], text_field: str) -> InputError:
+    return InputError(
+        path,
+        line,
+        f"missing text field {text_field!r}; the record has {_field_list(names)}; "
+        "use --text-field to name the field that holds the text",
+        reason="missing text field",
+    )
+
+
+def text_not_str(path: str, line: int, value: Any, text_field: str) -> InputError:
+    return InputError(
+        path,
+        line,
+        f"text field {text_field!r} must be a string, got {kind_of(value)}",
+        reason="text not a string",
+    )
+
+
+def missing_id(path: str, line: int, names: Iterable[str], id_field: str, null: bool) -> InputError:
+    what = "is null" if null else f"is missing; the record has {_field_list(names)}"
+    return InputError(
+        path,
+        line,
+        f"id field {id_field!r} {what}; use --id-field to name the field that holds the id "
+        "(or leave it out to use 'id' when present, else path:line)",
+        reason="missing id field",
+    )
+
+
+def bad_utf8(path: str, line: int | None, exc: UnicodeDecodeError, where: str) -> InputError:
+    return InputError(
+        path,
+        line,
+        f"invalid UTF-8 at byte offset {exc.start} of the {where} ({exc.reason}); "
+        "inputs must be UTF-8 encoded",
+        reason="invalid UTF-8",
+    )
+
+
+def unreadable(path: str, exc: BaseException) -> InputError:
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return InputError(
+        path, None, f"cannot read the file (corrupt or truncated?): {detail}", reason="unreadable file"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Scanners: one per input format. Each yields Chunk's of valid records, numbered implicitly by
+# order, so read_documents and write_kept agree on numbering and skipping by construction.
+class Chunk(NamedTuple):
+    ids: list[str]
+    texts: list[str]
+    payload: Any  # the original records, only when scanned with full=True (see each scanner)

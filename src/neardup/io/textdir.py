@@ -1,0 +1,52 @@
+"""TODO: docstring."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from ..text.html import decode_html, html_to_text
+from .formats import HTML_SUFFIXES, TEXT_SUFFIXES
+from .policy import Chunk, Policy, bad_utf8, unreadable
+from .streams import BOM
+
+_TXT_BLOCK_FILES = 256  # .txt/.html files per yielded chunk
+
+
+def scan_txtdir(root: str, pol: Policy, full: bool = False) -> Iterator[Chunk]:
+    """Every ``*.txt`` and ``*.html``/``*.htm`` under ``root``; no payload (the record is
+    ``{"id": id, "text": text}``). HTML files are converted to text unless ``full`` (write_kept
+    writes the original page)."""
+    base = Path(root)
+    files = sorted(p for p in base.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
+                   and p.is_file())
+    ids: list[str] = []
+    texts: list[str] = []
+    for p in files:
+        name = os.path.join(root, str(p.relative_to(base)))
+        pol.stats.files += 1
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            pol.reject(unreadable(name, exc))
+            continue
+        pol.stats.bytes_read += len(data)
+        if data.startswith(BOM):
+            data = data[3:]
+        is_html = p.suffix.lower() in HTML_SUFFIXES
+        try:
+            text = decode_html(data) if is_html else data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            pol.reject(bad_utf8(name, line, exc, "file"))
+            continue
+        if is_html and not full:
+            text = html_to_text(text, main_content=pol.main_content)
+        ids.append(name)
+        texts.append(text)
+        if len(ids) >= _TXT_BLOCK_FILES:
+            yield Chunk(ids, texts, None)
+            ids, texts = [], []
+    if ids:
+        yield Chunk(ids, texts, None)

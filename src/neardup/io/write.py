@@ -1,0 +1,527 @@
+"""Readers and writers of the batch job: documents in, kept records and result tables out.
+
+Inputs (the format is chosen by the path):
+
+* a directory: every ``*.txt``, ``*.html`` and ``*.htm`` file under it (extension in any case),
+  recursively, in sorted path order; one document per file, id = the file's path joined from the
+  given directory, text = the file decoded as UTF-8; for HTML files, the text is the page's visible
+  text (:func:`neardup.text.html.html_to_text`; the file may also be in the charset its ``<meta>``
+  declares when it is not UTF-8);
+* ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
+* ``.csv`` with a header row, optionally ``.gz``/``.zst``;
+* ``.parquet``.
+
+With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
+the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
+Only the text the methods see is converted: :func:`write_kept` writes the original records and
+files (raw HTML).
+
+Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
+number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
+otherwise the record's ``id`` field if it has one (non-strings become ``str(value)``, so ints become
+their decimal string; null, and an empty CSV cell, count as absent), else ``"{path}:{line}"`` with
+the 1-based line (the physical line where a CSV record starts, header = line 1; the 1-based row for
+Parquet).
+
+Bad records raise :class:`~neardup.core.errors.InputError` naming the file and line (``on_error="fail"``)
+or are skipped and counted by reason in :class:`ReadStats` (``on_error="skip"``). The reasons are
+stable keys: ``"malformed JSON"``, ``"not a JSON object"``, ``"missing text field"``, ``"text not a
+string"``, ``"missing id field"``, ``"invalid UTF-8"``, ``"malformed CSV row"`` and ``"unreadable
+file"`` (a corrupt, truncated or unopenable file: counted once, and reading goes on with the next
+file; the records before the damage stay read). Blank JSONL and CSV lines are not records and are
+ignored. A path that does not exist or has an unknown extension raises ``InputError`` whatever
+``on_error`` says: it is a mistake in the command, not in the data.
+
+Speed: JSONL is read in binary, in 8 MiB blocks split on ``\\n``, and every line parsed with
+``orjson``; Parquet in Arrow record batches of only the needed columns. The kept records are
+written by re-reading the inputs (:func:`write_kept`), so memory never holds the texts of more than
+a few blocks.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import csv
+import gzip
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import orjson
+import zstandard
+
+from .arrow import pa, pacsv, pc, pq
+from .csv import allow_large_csv_fields, csv_lines
+from .formats import compression, output_format
+from .jsonl import copy_kept_jsonl
+from .policy import Chunk, Policy, ReadStats, make_policy, unreadable_errors
+from .read import resolve_inputs, scan
+from .streams import BLOCK, WRITE_ROWS, open_input
+
+_PARQUET_ROW_GROUP = 65536  # rows buffered before the Parquet writer emits a row group
+
+
+# --------------------------------------------------------------------------------------------
+# Output streams
+@contextlib.contextmanager
+def _atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary path next to ``path`` that replaces it only if the block succeeds.
+
+    Also makes writing over one of the inputs safe, and creates missing parent directories.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _open_output(tmp: Path, comp: str | None):
+    if comp == "gz":
+        return gzip.open(tmp, "wb", compresslevel=6)
+    if comp == "zst":
+        return zstandard.ZstdCompressor(level=3).stream_writer(open(tmp, "wb"), closefd=True)
+    return open(tmp, "wb")
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for values orjson does not know (from Parquet): decimals and bytes become strings."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
+    return str(value)
+
+
+def _dumps(value: Any) -> bytes:
+    return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _cell_text(value: Any) -> str | None:
+    """A value as CSV cell text: strings as they are, null as empty, anything else as JSON."""
+    if value is None or type(value) is str:
+        return value
+    return _dumps(value).decode("utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# write_kept: the output columns, the sinks, the copy loop
+def _chunk_records(fmt: str, chunk: Chunk, sel: list[int]) -> list[dict]:
+    """The selected records of a chunk as dicts with all their fields."""
+    if fmt == "jsonl":
+        objs = chunk.payload[1]
+        return [objs[i] for i in sel]
+    if fmt == "csv":
+        header, rows = chunk.payload
+        return [dict(zip(header, rows[i])) for i in sel]
+    if fmt == "parquet":
+        batch, valid = chunk.payload
+        take = sel if valid is None else [valid[i] for i in sel]
+        return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+    return [{"id": chunk.ids[i], "text": chunk.texts[i]} for i in sel]
+
+
+def _parquet_writable(typ: pa.DataType) -> bool:
+    """False for types Parquet cannot store, such as a struct without fields (from ``{}``)."""
+    if pa.types.is_struct(typ) and typ.num_fields == 0:
+        return False
+    return all(_parquet_writable(typ.field(i).type) for i in range(typ.num_fields))
+
+
+class _Columns:
+    """Output columns in first-seen order, each with an Arrow type merged across sources.
+
+    A column whose types cannot be merged (an int here, a string there) becomes a string column of
+    JSON text (``as_text``), as in CSV.
+    """
+
+    def __init__(self) -> None:
+        self.types: dict[str, pa.DataType] = {}
+        self.as_text: set[str] = set()
+
+    def add(self, name: str, typ: pa.DataType) -> None:
+        old = self.types.get(name)
+        if old is None:
+            self.types[name] = typ
+            return
+        if name in self.as_text or old.equals(typ):
+            return
+        try:
+            merged = pa.unify_schemas(
+                [pa.schema([(name, old)]), pa.schema([(name, typ)])], promote_options="permissive"
+            ).field(name).type
+        except (pa.ArrowException, TypeError, ValueError):
+            self.as_text.add(name)
+            merged = pa.large_string()
+        self.types[name] = merged
+
+    def add_records(self, records: list[dict], infer_types: bool) -> None:
+        names = dict.fromkeys(k for r in records for k in r)
+        for name in names:
+            if not infer_types:
+                self.types.setdefault(name, pa.null())
+                continue
+            if name in self.as_text:
+                continue
+            try:
+                typ = pa.array([r.get(name) for r in records]).type
+            except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                typ = None
+            if typ is None or not _parquet_writable(typ):
+                self.as_text.add(name)
+                self.types[name] = pa.large_string()
+            else:
+                self.add(name, typ)
+
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.types.items()))
+
+
+def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
+    """Add the columns that a CSV header, Parquet schema or text directory declares."""
+    if fmt == "txtdir":
+        cols.add("id", pa.string())
+        cols.add("text", pa.string())
+    elif fmt == "parquet":
+        with contextlib.suppress(*unreadable_errors()):
+            for f in pq.read_schema(path):
+                cols.add(f.name, f.type)
+    elif fmt == "csv":
+        allow_large_csv_fields()
+        pol = Policy("text", None, "skip", ReadStats())
+        stream = open_input(path, pol)
+        if stream is None:
+            return
+        with stream, contextlib.suppress(csv.Error):
+            for row in csv.reader(csv_lines(stream, path, pol, [])):
+                if row:
+                    for name in row:
+                        cols.add(name, pa.string())
+                    break
+
+
+def _kept(keep: np.ndarray, start: int, n: int) -> list[int]:
+    """Positions in a chunk of ``n`` documents numbered from ``start`` that ``keep`` marks."""
+    if start + n > len(keep):
+        raise ValueError(
+            f"keep has {len(keep)} entries but the inputs hold more documents; were the inputs, "
+            "text_field, id_field or on_error changed since the first pass?"
+        )
+    return np.flatnonzero(keep[start : start + n]).tolist()
+
+
+def _plan_columns(sources, keep: np.ndarray, pol: Policy, infer_types: bool) -> _Columns:
+    """The columns of a CSV or Parquet output: union of the kept records' fields, first seen first.
+
+    JSONL fields are only known by reading the records, so with JSONL inputs this makes one extra
+    pass over the inputs (numbering exactly as the write pass does).
+    """
+    cols = _Columns()
+    if not any(fmt == "jsonl" for _, fmt in sources):
+        for path, fmt in sources:
+            _static_columns(path, fmt, cols)
+        return cols
+    start = 0
+    for path, fmt in sources:
+        if fmt != "jsonl":
+            _static_columns(path, fmt, cols)
+        for chunk in scan(path, fmt, pol, fmt in ("jsonl", "txtdir"), WRITE_ROWS):
+            sel = _kept(keep, start, len(chunk.ids))
+            start += len(chunk.ids)
+            if fmt == "jsonl" and sel:
+                cols.add_records(_chunk_records(fmt, chunk, sel), infer_types)
+    return cols
+
+
+class JsonlSink:
+    """JSON Lines out; JSONL input lines are copied byte for byte."""
+
+    def __init__(self, tmp: Path, comp: str | None):
+        self._out = _open_output(tmp, comp)
+
+    def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
+        if fmt == "jsonl":
+            raws = chunk.payload[0]
+            lines = raws if len(sel) == len(raws) else [raws[i] for i in sel]
+            self._out.write(b"\n".join(lines) + b"\n")
+        else:
+            dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+            recs = _chunk_records(fmt, chunk, sel)
+            self._out.write(b"".join(dumps(r, default=_json_default, option=opt) for r in recs))
+
+    def write_bytes(self, data) -> None:
+        """Write JSON Lines that are ready as bytes."""
+        self._out.write(data)
+
+    def close(self) -> None:
+        self._out.close()
+
+
+class _CsvSink:
+    """CSV out with the planned header; missing fields are empty, non-strings JSON text."""
+
+    def __init__(self, tmp: Path, comp: str | None, fields: list[str]):
+        self._out = _open_output(tmp, comp)
+        self._text = _TextOut(self._out)
+        self._writer = csv.writer(self._text, lineterminator="\n")
+        self._fields = fields
+        if fields:  # no header at all when there is nothing to write
+            self._writer.writerow(fields)
+
+    def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
+        if fmt == "csv" and chunk.payload[0] == self._fields:
+            rows = chunk.payload[1]
+            self._writer.writerows(rows[i] for i in sel)
+        else:
+            fields = self._fields
+            self._writer.writerows(
+                [_cell_text(r.get(f)) for f in fields] for r in _chunk_records(fmt, chunk, sel)
+            )
+        self._text.flush()
+
+    def close(self) -> None:
+        self._text.flush()
+        self._out.close()
+
+
+class _TextOut:
+    """Minimal text sink over a binary stream, buffered, for csv.writer (UTF-8, no newline mangling)."""
+
+    def __init__(self, out):
+        self._out = out
+        self._parts: list[str] = []
+        self._size = 0
+
+    def write(self, s: str) -> None:
+        self._parts.append(s)
+        self._size += len(s)
+        if self._size >= BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            self._out.write("".join(self._parts).encode("utf-8"))
+            self._parts = []
+            self._size = 0
+
+
+class _ParquetSink:
+    """Parquet out with the planned schema; Parquet batches of that schema are copied as they are."""
+
+    def __init__(self, tmp: Path, schema: pa.Schema, as_text: set[str]):
+        self._schema = schema
+        self._as_text = as_text
+        self._writer = pq.ParquetWriter(str(tmp), schema)
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = 0
+
+    def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
+        if fmt == "parquet" and chunk.payload[0].schema.equals(self._schema, check_metadata=False):
+            batch, valid = chunk.payload
+            take = sel if valid is None else [valid[i] for i in sel]
+            out = batch.take(pa.array(take, type=pa.int64()))
+        else:
+            out = self._from_records(_chunk_records(fmt, chunk, sel))
+        self._pending.append(out)
+        self._rows += out.num_rows
+        if self._rows >= _PARQUET_ROW_GROUP:
+            self._flush()
+
+    def _from_records(self, records: list[dict]) -> pa.RecordBatch:
+        arrays = []
+        for f in self._schema:
+            values = [r.get(f.name) for r in records]
+            if f.name in self._as_text:
+                values = [_cell_text(v) for v in values]
+            try:
+                arrays.append(pa.array(values, type=f.type))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(
+                    f"cannot write field {f.name!r} as Parquet type {f.type}: {exc}; "
+                    "write to .jsonl to keep every record as it is"
+                ) from exc
+        return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._writer.write_table(pa.Table.from_batches(self._pending, schema=self._schema))
+            self._pending = []
+            self._rows = 0
+
+    def close(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._writer.close()
+
+
+def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray, pol: Policy):
+    comp = compression(out_path)
+    if out_fmt == "jsonl":
+        return JsonlSink(tmp, comp)
+    plan_pol = Policy(pol.text_field, pol.id_field, pol.on_error, ReadStats())
+    if out_fmt == "csv":
+        return _CsvSink(tmp, comp, list(_plan_columns(sources, keep, plan_pol, False).types))
+    schemas = []
+    if all(fmt == "parquet" for _, fmt in sources):
+        with contextlib.suppress(*unreadable_errors()):
+            schemas = [pq.read_schema(path) for path, _ in sources]
+    if schemas and all(s.equals(schemas[0], check_metadata=False) for s in schemas):
+        return _ParquetSink(tmp, schemas[0], set())  # the input schema, metadata included
+    cols = _plan_columns(sources, keep, plan_pol, True)
+    return _ParquetSink(tmp, cols.schema(), cols.as_text)
+
+
+def write_kept(
+    paths,
+    keep,
+    out_path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    on_error: str = "fail",
+    all_valid: bool = False,
+) -> int:
+    """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
+
+    The inputs are re-read with the numbering and skipping of :func:`read_documents` (pass the
+    same ``text_field``, ``id_field`` and ``on_error`` as the first pass). Each kept record is
+    written with all its original fields in the format of ``out_path``'s extension (see
+    :func:`output_format`); missing parent directories are created and the file appears only when
+    complete.
+
+    * JSONL -> JSONL copies the original line bytes verbatim. With ``all_valid`` (the first pass
+      skipped no record, so every non-blank line is a record) the lines are not parsed again.
+    * Parquet -> Parquet keeps the input schema (when all inputs share one).
+    * A directory of ``.txt``/``.html`` files gives records ``{"id": path, "text": text}`` with the
+      file's text as it is (an HTML file's markup included).
+    * CSV and Parquet outputs of JSON records have the union of the kept records' fields, in
+      first-seen order (one extra pass over the inputs finds them); a missing field is empty/null.
+      In CSV, values that are not strings are written as JSON text (``3``, ``true``, ``[1,2]``);
+      in Parquet, a field whose types disagree between records becomes such a JSON-text column.
+
+    >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
+    """
+    pol = make_policy(text_field, id_field, on_error, None)
+    sources = resolve_inputs(paths)
+    keep = np.asarray(keep)
+    if keep.ndim != 1 or keep.dtype != np.bool_:
+        raise ValueError(f"keep must be a 1-D boolean array, got shape {keep.shape} dtype {keep.dtype}")
+    out_fmt = output_format(out_path)
+    written = 0
+    start = 0
+    with _atomic_output(out_path) as tmp:
+        sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol)
+        try:
+            for path, fmt in sources:
+                if all_valid and fmt == "jsonl" and out_fmt == "jsonl":
+                    end = copy_kept_jsonl(path, pol, keep, start, sink)
+                    written += int(np.count_nonzero(keep[start:end]))
+                    start = end
+                    continue
+                for chunk in scan(path, fmt, pol, True, WRITE_ROWS):
+                    sel = _kept(keep, start, len(chunk.ids))
+                    start += len(chunk.ids)
+                    if sel:
+                        sink.write(fmt, chunk, sel)
+                        written += len(sel)
+        finally:
+            sink.close()
+        if start != len(keep):
+            raise ValueError(
+                f"keep has {len(keep)} entries but the inputs hold {start} documents; were the "
+                "inputs, text_field, id_field or on_error changed since the first pass?"
+            )
+    return written
+
+
+# --------------------------------------------------------------------------------------------
+# write_table
+def write_table(columns: dict[str, np.ndarray | list], path) -> None:
+    """Write equal-length columns as a table in the format of ``path`` (.jsonl[.gz|.zst], .csv, .parquet).
+
+    Used for ``--clusters`` (id, cluster, similarity) and ``--pairs`` (id_a, id_b, similarity).
+    Floats are written exactly (shortest round-trip form in JSONL and CSV).
+
+    >>> write_table({"id": ["a", "b"], "cluster": np.array([0, 0])}, "out/clusters.csv")  # doctest: +SKIP
+    """
+    fmt = output_format(path)
+    if not columns:
+        raise ValueError("write_table needs at least one column")
+    lengths = {name: len(col) for name, col in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"columns must have equal lengths, got {lengths}")
+    table = pa.table(dict(columns))
+    with _atomic_output(path) as tmp:
+        if fmt == "parquet":
+            pq.write_table(table, str(tmp))
+            return
+        out = _open_output(tmp, compression(str(path)))
+        try:
+            if fmt == "csv":
+                pacsv.write_csv(_csv_ready(table), out)
+            else:
+                _write_table_jsonl(table, out)
+        finally:
+            out.close()
+
+
+def _csv_ready(table: pa.Table) -> pa.Table:
+    """float32 columns as the exact doubles they stand for; nested columns as JSON text."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_float32(f.type):
+            table = table.set_column(i, f.name, pc.cast(table.column(i), pa.float64()))
+        elif pa.types.is_nested(f.type):
+            values = [None if v is None else _dumps(v).decode() for v in table.column(i).to_pylist()]
+            table = table.set_column(i, f.name, pa.array(values, pa.string()))
+    return table
+
+
+def _json_values(col: pa.Array) -> pa.Array:
+    """Each value of an Arrow array as JSON text (a string array), vectorised for plain types.
+
+    Strings without characters that need escaping are quoted as they are; integers, booleans and
+    floats are formatted by Arrow (floats in the shortest form that reads back to the same double,
+    ``1.0`` not ``1``; NaN and infinities become ``null`` as orjson writes them). Anything else goes
+    through orjson value by value.
+    """
+    t = col.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if not pc.any(pc.match_substring_regex(col, r'["\\\x00-\x1f]')).as_py():
+            out = pc.binary_join_element_wise('"', col, '"', "")
+            return pc.fill_null(pc.cast(out, pa.string()), "null")
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return pc.fill_null(pc.cast(col, pa.string()), "null")
+    elif pa.types.is_floating(t):
+        col = pc.cast(col, pa.float64())  # a float32 is written as the exact double it stands for
+        text = pc.cast(col, pa.string())
+        integral = pc.match_substring_regex(text, r"^-?[0-9]+$")
+        text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+        text = pc.if_else(pc.is_finite(col), text, pa.scalar(None, pa.string()))
+        return pc.fill_null(text, "null")
+    dumps = orjson.dumps
+    opt = orjson.OPT_NON_STR_KEYS
+    values = [dumps(v, default=_json_default, option=opt).decode() for v in col.to_pylist()]
+    return pa.array(values, pa.string())
+
+
+def _write_table_jsonl(table: pa.Table, out) -> None:
+    keys = [orjson.dumps(name).decode() + ":" for name in table.column_names]
+    step = 1 << 16
+    for lo in range(0, table.num_rows, step):
+        part = table.slice(lo, step).combine_chunks()  # one chunk per column
+        pieces: list[Any] = []
+        for i, key in enumerate(keys):
+            pieces += [("{" if i == 0 else ",") + key, _json_values(part.column(i).chunk(0))]
+        lines = pc.binary_join_element_wise(*pieces, "}\n", "")
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+        first, last = offsets[lines.offset], offsets[lines.offset + len(lines)]
+        out.write(memoryview(lines.buffers()[2])[first:last])

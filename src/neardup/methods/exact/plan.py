@@ -1,0 +1,72 @@
+"""The exact batch job as a plan: key every document, group equal keys.
+
+1. scan ``read + hash``: the 128-bit key of every text (:func:`~neardup.methods.exact.keys.exact_keys`);
+2. group-by ``group``: documents with equal keys (empty texts never match) form a cluster, every
+   pair of a group has similarity 1.0.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...core.documents import DocBatch
+from ...core.plan import GroupBy, Plan, Rows, Scan, StageContext
+from .groups import group_counters, group_equal, group_pairs
+from .keys import exact_keys, nonempty
+
+if TYPE_CHECKING:
+    from .config import ExactConfig
+
+__all__ = ["exact_plan"]
+
+
+def exact_plan(config: ExactConfig) -> Plan:
+    """The plan of ``config`` (see the module docs)."""
+    return Plan(config, (Scan("read + hash", hash_batch, key_rows),
+                         GroupBy("group", key_groups, same_key, group, ("keys",))), similarity)
+
+
+def hash_batch(config: ExactConfig, batch: DocBatch) -> dict[str, np.ndarray]:
+    """Map: the exact key (uint64[n, 2]) of every text of the batch, and which are empty."""
+    keys = exact_keys(batch.texts, config.raw)
+    return {"keys": keys, "empty": ~nonempty(keys)}
+
+
+def key_rows(config: ExactConfig) -> Rows:
+    """Reduce: the keys of every document, in input order."""
+    return Rows({"keys": ((2,), np.uint64), "empty": ((), bool)})
+
+
+def key_groups(config: ExactConfig, keys: np.ndarray):
+    """Group-by keys: one table keyed by the 128-bit key (two words); empty texts take no part."""
+    return keys.reshape(len(keys), 1, 2), nonempty(keys).reshape(-1, 1)
+
+
+def same_key(config: ExactConfig, members: np.ndarray, keys: np.ndarray):
+    """Group-by verify: every pair of a group, similarity 1.0."""
+    members = np.sort(np.asarray(members, dtype=np.int64))
+    a, b = np.triu_indices(len(members), k=1)
+    return members[a], members[b], np.ones(len(a), dtype=np.float64)
+
+
+def group(config: ExactConfig, ctx: StageContext, keys: np.ndarray) -> dict[str, Any]:
+    """Group-by, locally: equal keys by sorting; the pairs of every group when asked for."""
+    valid = nonempty(keys)
+    root = group_equal(keys, valid)
+    out: dict[str, Any] = {"root": root, "counters": group_counters(root)}
+    if ctx.want_pairs:
+        a, b = group_pairs(root)
+        out["pairs"] = (a, b, np.ones(len(a), dtype=np.float64))
+    return out
+
+
+def similarity(config: ExactConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """1.0 for documents with equal keys (and a document itself), else 0.0."""
+    keys = state["keys"]
+    valid = nonempty(keys)
+    docs = np.asarray(docs, dtype=np.int64)
+    others = np.asarray(others, dtype=np.int64)
+    same = (keys[docs] == keys[others]).all(axis=1)
+    return (same & (valid[docs] | (docs == others))).astype(np.float64)

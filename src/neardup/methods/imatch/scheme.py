@@ -1,0 +1,50 @@
+"""The I-Match scheme: which lexicon signatures a document gets (see :mod:`neardup.methods.imatch`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.schemes import Scheme
+from ...core.validation import Integer, Optional, Range, Real, check
+from .signatures import IMATCH_VERSION
+
+__all__ = ["IMatchScheme", "MAX_LEXICONS"]
+
+MAX_LEXICONS = 64
+"""The most signatures per document (each is a 16-byte key; recall saturates long before)."""
+
+
+@dataclass(frozen=True)
+class IMatchScheme(Scheme):
+    """Everything that determines a document's I-Match signatures, but the collection: the
+    lexicon is the terms of the collection whose normalized IDF lies in ``idf_band``, so two
+    collections give different signatures to the same text. ``lexicon_digest`` (set where a
+    lexicon is fixed, e.g. by an index) names the lexicon.
+
+    >>> IMatchScheme().to_dict()["idf_band"]
+    [0.4, 0.75]
+    """
+
+    kind = "imatch"
+
+    idf_band: tuple[float, float] = (0.4, 0.75)
+    lexicons: int = 1
+    lexicon_fraction: float = 0.7
+    min_terms: int = 1
+    seed: int = 1
+    lexicon_digest: int | None = None
+    format_version: int = IMATCH_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "idf_band", check("idf_band", self.idf_band, Range(Real(0, 1))))
+        check("lexicons", self.lexicons, Integer(1, MAX_LEXICONS))
+        check("lexicon_fraction", self.lexicon_fraction, Real(0, 1, low_open=True))
+        check("min_terms", self.min_terms, Integer(1))
+        check("seed", self.seed, Integer(0, 2**64 - 1))
+        check("lexicon_digest", self.lexicon_digest, Optional(Integer(0, 2**64 - 1)))
+        check("format_version", self.format_version, Integer(1, IMATCH_VERSION))
+
+    def __str__(self) -> str:
+        lo, hi = self.idf_band
+        return (f"imatch/{self.format_version} band=[{lo}, {hi}] L={self.lexicons} "
+                f"fraction={self.lexicon_fraction} min_terms={self.min_terms} seed={self.seed}")

@@ -1,0 +1,178 @@
+"""The MinHash + LSH batch job as a plan: shingle -> MinHash -> band -> verify -> cluster.
+
+Stages (:mod:`neardup.core.plan`), each a module-level function of the config and arrays:
+
+1. scan ``read + sketch``: texts -> signatures and shingle counts. ``encode_batch`` (the
+   ``prepare`` phase) normalizes a batch to UTF-8 and, for the exact pre-pass, computes the
+   128-bit keys of the normalized bytes from that same encoding; ``sketch_batch`` signs the
+   documents the pre-pass chose;
+2. step ``band``: signatures -> one 64-bit key per band (:func:`~neardup.methods.minhash.lsh.band_keys`),
+   and the documents with at least one shingle (the others are never near-duplicates);
+3. ``verify="exact"`` only: step ``find candidate texts`` (documents that share a bucket with
+   another), scan ``re-read candidate texts`` (their exact shingle sets) and step ``verifier``;
+   otherwise step ``verifier`` compares signatures;
+4. group-by ``verify + cluster``: documents sharing a band key are candidates, verified by the
+   verifier and joined into clusters (:func:`~neardup.methods.minhash.candidates.find_clusters`
+   locally; ``band_groups`` and ``verify_group`` by definition).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._kernels.charclass import CHAR_CLASS
+from ..._kernels.shingles import lower_ascii, shingle_texts_kernel
+from ...core.documents import DocBatch
+from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, StageContext, Step
+from ...text.shingles import encode_for_sketch, encode_texts, kind_code
+from ..exact.keys import keys_from_encoded
+from .candidates import Verifier, find_clusters, in_buckets, similarity_to, verify_pairs
+from .lsh import band_keys
+from .sketch import hasher_for
+
+if TYPE_CHECKING:
+    from .config import MinHashConfig
+
+__all__ = ["minhash_plan"]
+
+
+def minhash_plan(config: MinHashConfig) -> Plan:
+    """The plan of ``config`` (see the module docs)."""
+    stages: list[Any] = [
+        Scan("read + sketch", sketch_batch, sketch_rows, prepare=encode_batch),
+        Step("band", band, ("values", "counts")),
+    ]
+    if config.verify == "exact":
+        stages += [
+            Step("find candidate texts", candidate_texts, ("keys", "candidates")),
+            Scan("re-read candidate texts", shingle_sets, ShingleSets, ("wanted",)),
+            Step("verifier", exact_verifier, ("values", "set_docs", "set_values", "set_offsets")),
+        ]
+    else:
+        stages.append(Step("verifier", signature_verifier, ("values",)))
+    stages.append(GroupBy("verify + cluster", band_groups, verify_group, cluster, ("keys", "candidates", "verifier")))
+    prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
+    return Plan(config, tuple(stages), similarity, prepass)
+
+
+def encode_batch(config: MinHashConfig, batch: DocBatch, keys_wanted: bool):
+    """Prepare: the batch's texts normalized and packed as UTF-8 ``(data, offsets)``, and (when
+    wanted) the exact keys of the normalized bytes, i.e. of :func:`encode_texts`' bytes."""
+    shingling = config.shingling
+    data, offsets = encode_for_sketch(batch.texts, shingling)
+    keys = None
+    if keys_wanted:
+        keys = keys_from_encoded(lower_ascii(data) if shingling.casefold else data, offsets, raw=True)
+    return (data, offsets), keys
+
+
+def sketch_batch(config: MinHashConfig, prepared, chosen: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Map: signatures (uint32[m, K]) and shingle counts (int64[m]) of the chosen documents."""
+    data, offsets = prepared
+    starts, ends = offsets[:-1], offsets[1:]
+    if chosen is not None:
+        idx = np.flatnonzero(chosen)
+        starts, ends = starts[idx], ends[idx]
+    values, counts = hasher_for(config.scheme).sign_encoded(data, starts, ends)
+    return {"values": values, "counts": counts}
+
+
+def sketch_rows(config: MinHashConfig) -> Rows:
+    """Reduce: the signatures and counts of every document, in input order."""
+    return Rows({"values": ((config.num_perm,), np.uint32), "counts": ((), np.int64)})
+
+
+def band(config: MinHashConfig, ctx: StageContext, values: np.ndarray, counts: np.ndarray) -> dict[str, Any]:
+    """Step: the band keys (uint64[n, b]), the documents that take part (those with shingles)
+    and the empty ones."""
+    lsh = config.lsh
+    return {"keys": band_keys(values, lsh.bands, lsh.rows), "candidates": np.flatnonzero(counts > 0),
+            "empty": counts == 0}
+
+
+def signature_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray) -> dict[str, Any]:
+    """Step: verify candidates by their signature estimate r/K >= threshold."""
+    return {"verifier": Verifier.signature(values, config.threshold)}
+
+
+def candidate_texts(config: MinHashConfig, ctx: StageContext, keys: np.ndarray,
+                    candidates: np.ndarray) -> dict[str, Any]:
+    """Step (exact verification): the documents that share a bucket with another."""
+    return {"wanted": in_buckets(keys, candidates)}
+
+
+def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
+    """Map (exact verification): the sorted shingle sets of the batch's wanted documents, as
+    (document indices, CSR values, set sizes)."""
+    idx = np.flatnonzero(wanted[batch.start : batch.start + len(batch)])
+    if not len(idx):
+        return idx, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    shingling = config.shingling
+    data, offsets = encode_texts([batch.texts[i] for i in idx], shingling)
+    values, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n,
+                                       shingling.strip_punctuation, True)
+    return batch.start + idx, values, np.diff(off)
+
+
+class ShingleSets:
+    """Reduce (exact verification): the shingle sets of every wanted document, as CSR."""
+
+    def __init__(self, config: MinHashConfig) -> None:
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, part) -> None:
+        self._parts.append(part)
+
+    def merge(self, other: ShingleSets) -> None:
+        self._parts.extend(other._parts)
+
+    def result(self) -> dict[str, Any]:
+        docs = [p[0] for p in self._parts]
+        values = [p[1] for p in self._parts]
+        sizes = [p[2] for p in self._parts]
+        offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
+        if sizes:
+            np.cumsum(np.concatenate(sizes), out=offsets[1:])
+        return {"set_docs": np.concatenate(docs) if docs else np.empty(0, dtype=np.int64),
+                "set_values": np.concatenate(values) if values else np.empty(0, dtype=np.uint64),
+                "set_offsets": offsets}
+
+
+def exact_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray, set_docs: np.ndarray,
+                   set_values: np.ndarray, set_offsets: np.ndarray) -> dict[str, Any]:
+    """Step (exact verification): verify candidates by the exact Jaccard of their shingle sets."""
+    set_row = np.full(len(values), -1, dtype=np.int64)
+    set_row[set_docs] = np.arange(len(set_docs))
+    return {"verifier": Verifier.exact(values, config.threshold, set_values, set_offsets, set_row)}
+
+
+def band_groups(config: MinHashConfig, keys: np.ndarray, candidates: np.ndarray, verifier: Verifier):
+    """Group-by keys: one table per band; the documents with shingles take part."""
+    member = np.zeros(keys.shape, dtype=bool)
+    member[candidates] = True
+    return keys, member
+
+
+def verify_group(config: MinHashConfig, members: np.ndarray, keys: np.ndarray, candidates: np.ndarray,
+                 verifier: Verifier):
+    """Group-by verify: every pair of one bucket that the verifier accepts."""
+    return verify_pairs(members, verifier)
+
+
+def cluster(config: MinHashConfig, ctx: StageContext, keys: np.ndarray, candidates: np.ndarray,
+            verifier: Verifier) -> dict[str, Any]:
+    """Group-by, locally: buckets by sorting band keys, verification, union-find."""
+    result = find_clusters(keys, candidates, verifier, want_pairs=ctx.want_pairs, threads=ctx.threads)
+    out: dict[str, Any] = {"root": result.root, "counters": {"buckets": result.stats.buckets,
+                                                           "checked": result.stats.checked,
+                                                           "verified": result.stats.verified}}
+    if ctx.want_pairs:
+        out["pairs"] = (result.pairs_a, result.pairs_b, result.pairs_similarity)
+    return out
+
+
+def similarity(config: MinHashConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """The verifier's similarity of ``docs[q]`` to ``others[q]`` (1.0 for a document itself)."""
+    return similarity_to(docs, others, state["verifier"])

@@ -1,0 +1,159 @@
+"""The SimHash batch job as a plan: shingle -> fingerprint -> permuted-table Hamming search -> cluster.
+
+1. (``weighting="idf"`` only) scan ``read + document frequencies``: for every shingle, the
+   documents it occurs in (:class:`~neardup.methods.simhash.sketch.DocumentFrequencies`), and
+   step ``IDF table``;
+2. scan ``read + fingerprint``: texts -> fingerprints and shingle counts;
+3. group-by ``Hamming search``: identical fingerprints are collapsed, every pair of distinct
+   fingerprints within ``max_distance`` is found by Manku et al.'s permuted tables
+   (:func:`~neardup.methods.simhash.search.unique_pairs`), and union-find joins them. The pairs are
+   exactly those of brute-force all-pairs, so the clusters are the connected components of the
+   graph "Hamming distance <= max_distance"; a pair's similarity is 1 - d / f. By definition, a
+   table per block combination keyed by its kept bits, every group verified by distance.
+
+Documents without a single shingle (empty after normalization) are never paired.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..._kernels.hamming import expand, index_keys
+from ..._kernels.unionfind import roots, union_edges
+from ...core.components import new_forest
+from ...core.documents import DocBatch
+from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, StageContext, Step
+from ...text.shingles import shingle_batch
+from .scheme import popcount_array
+from .search import block_plan, choose_blocks, unique_pairs
+from .sketch import DocumentFrequencies, IdfTable, SimHasher
+
+if TYPE_CHECKING:
+    from .config import SimHashConfig
+
+__all__ = ["simhash_plan"]
+
+
+def simhash_plan(config: SimHashConfig) -> Plan:
+    """The plan of ``config`` (see the module docs)."""
+    stages: list[Any] = []
+    fingerprint_inputs: tuple[str, ...] = ()
+    if config.weighting == "idf":
+        stages += [Scan("read + document frequencies", shingle_counts, ShingleFrequencies),
+                   Step("IDF table", idf_table, ("frequencies",))]
+        fingerprint_inputs = ("idf",)
+    stages += [
+        Scan("read + fingerprint", fingerprint_batch, fingerprint_rows, fingerprint_inputs),
+        GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")),
+    ]
+    prepass = None
+    if config.exact_prepass and config.weighting != "idf":
+        prepass = Prepass(config.shingling.nfkc, config.shingling.casefold)
+    return Plan(config, tuple(stages), similarity, prepass)
+
+
+def shingle_counts(config: SimHashConfig, batch: DocBatch):
+    """Map (IDF): the batch's distinct shingles with the number of its documents containing each."""
+    h, off = shingle_batch(batch.texts, config.shingling, unique=False)
+    return DocumentFrequencies.batch_counts(h, off), len(batch)
+
+
+class ShingleFrequencies:
+    """Reduce (IDF): the document frequency of every shingle of the collection."""
+
+    def __init__(self, config: SimHashConfig) -> None:
+        self.counter = DocumentFrequencies(config.shingling)
+
+    def add(self, part) -> None:
+        (hashes, docs), n = part
+        self.counter.add_counts(hashes, docs, n)
+
+    def merge(self, other: ShingleFrequencies) -> None:
+        self.counter.merge(other.counter)
+
+    def result(self) -> dict[str, Any]:
+        return {"frequencies": self.counter}
+
+
+def idf_table(config: SimHashConfig, ctx: StageContext, frequencies: DocumentFrequencies) -> dict[str, Any]:
+    """Step (IDF): the IDF table, keeping shingles in at least ``min_df`` documents."""
+    idf = frequencies.table(config.min_df)
+    return {"idf": idf, "counters": {"idf_shingles": len(idf)}}
+
+
+def fingerprint_batch(config: SimHashConfig, batch: DocBatch, idf: IdfTable | None = None) -> dict[str, np.ndarray]:
+    """Map: fingerprints (uint64[n, W]) and shingle counts (int64[n]) of the batch's texts."""
+    values, counts = SimHasher(scheme=config.scheme, idf=idf).sign_texts_with_counts(batch.texts)
+    return {"values": values, "counts": counts, "empty": counts == 0}
+
+
+def fingerprint_rows(config: SimHashConfig) -> Rows:
+    """Reduce: every document's fingerprint and shingle count, in input order."""
+    return Rows({"values": ((config.bits // 64,), np.uint64), "counts": ((), np.int64), "empty": ((), bool)})
+
+
+def _plan_for(config: SimHashConfig, n: int):
+    blocks = config.blocks if config.blocks is not None else choose_blocks(config.bits, config.max_distance, n)
+    return block_plan(config.bits, config.max_distance, blocks)
+
+
+def table_keys(config: SimHashConfig, values: np.ndarray, counts: np.ndarray):
+    """Group-by keys: one table per choice of kept blocks, keyed by the kept bits (at most 64 of
+    them, as the permuted tables do); documents with shingles take part."""
+    plan = _plan_for(config, int(np.count_nonzero(counts)))
+    kstart, ksize, nkept, keybits = plan.arrays()[:4]
+    keys = np.empty((len(plan.tables), len(values)), dtype=np.uint64)
+    index_keys(np.ascontiguousarray(values), kstart, ksize, nkept, keybits, keys)
+    member = np.repeat((counts > 0)[:, None], len(plan.tables), axis=1)
+    return keys.T, member
+
+
+def within_distance(config: SimHashConfig, members: np.ndarray, values: np.ndarray, counts: np.ndarray):
+    """Group-by verify: every pair of a group within ``max_distance`` bits, similarity 1 - d / f."""
+    members = np.sort(np.asarray(members, dtype=np.int64))
+    a, b = np.triu_indices(len(members), k=1)
+    a, b = members[a], members[b]
+    d = popcount_array(values[a] ^ values[b]).sum(axis=1)
+    keep = d <= config.max_distance
+    return a[keep], b[keep], 1.0 - d[keep] / config.bits
+
+
+def search(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts: np.ndarray) -> dict[str, Any]:
+    """Group-by, locally: all pairs within ``max_distance`` among non-empty documents, and their
+    components.
+
+    Clusters come from the pairs of *distinct* fingerprints plus the groups of identical ones,
+    which give the same components as the complete pair graph without its quadratic groups;
+    the complete pairs are expanded only when ``ctx.want_pairs``.
+    """
+    n = len(values)
+    docs = np.flatnonzero(counts > 0)
+    up = unique_pairs(values[docs], config.max_distance, blocks=config.blocks, workers=ctx.threads)
+    ngroups = len(up.firsts)
+    # union-find over documents: each group's members to its first member, and group pairs
+    parent = new_forest(n)
+    members = docs[up.order]
+    group_of_sorted = np.repeat(np.arange(ngroups), np.diff(up.starts))
+    heads = docs[up.order[up.starts[:-1]]]
+    union_edges(parent, members, heads[group_of_sorted])
+    union_edges(parent, heads[up.a], heads[up.b])
+    sizes = np.diff(up.starts)
+    n_pairs = int((sizes[up.a] * sizes[up.b]).sum() + (sizes * (sizes - 1) // 2).sum())
+    out: dict[str, Any] = {"root": roots(parent), "counters": {
+        "pairs": n_pairs, "checked": up.checked, "distinct": ngroups, "blocks": up.plan.blocks,
+        "tables": len(up.plan.tables)}}
+    if ctx.want_pairs:
+        a, b, d = expand(up.a, up.b, up.d, up.order, up.starts)
+        a, b = docs[a], docs[b]
+        order = np.lexsort((b, a))
+        out["pairs"] = (a[order], b[order], 1.0 - d[order] / config.bits)
+    return out
+
+
+def similarity(config: SimHashConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """1 - d / f for the Hamming distance d of the fingerprints (1.0 for a document itself)."""
+    words = state["values"]
+    d = popcount_array(words[docs] ^ words[others]).sum(axis=1)
+    return np.where(docs == others, 1.0, 1.0 - d / config.bits)
