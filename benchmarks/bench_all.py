@@ -33,8 +33,11 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
     quick = ["--quick"] if args.quick else []
-    steps = [["bench_sketch.py", *quick], ["bench_lsh.py", *quick],
-             ["bench_scaling.py", *quick, *(["--profile"] if args.profile else [])]]
+    steps = [
+        ["bench_sketch.py", *quick],
+        ["bench_lsh.py", *quick],
+        ["bench_scaling.py", *quick, *(["--profile"] if args.profile else [])],
+    ]
     failed = 0
     for step in steps:
         print(f"\n===== {' '.join(step)} =====\n", flush=True)

@@ -45,18 +45,18 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import datetime as dt  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import contextlib
+import datetime as dt
+import gc
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run_dedup  # noqa: E402
+import run_dedup
 
 K = 128
 THRESHOLD = 0.8
@@ -75,7 +75,7 @@ def make_data(n: int, set_size: int, queries: int, seed: int):
     sources = rng.choice(n, size=near, replace=False)
     q_sets, q_source = [], []
     for s in sources:
-        t = tokens[s * set_size:(s + 1) * set_size].copy()
+        t = tokens[s * set_size : (s + 1) * set_size].copy()
         t[rng.choice(set_size, size=3, replace=False)] = rng.integers(1, 2**63, size=3, dtype=np.uint64)
         q_sets.append(t)
         q_source.append(int(s))
@@ -94,8 +94,12 @@ def latency_stats(ns: list[int]) -> dict:
     import numpy as np
 
     a = np.asarray(ns, dtype=np.float64) / 1e3
-    return {"p50_us": float(np.percentile(a, 50)), "p99_us": float(np.percentile(a, 99)),
-            "mean_us": float(a.mean()), "max_us": float(a.max())}
+    return {
+        "p50_us": float(np.percentile(a, 50)),
+        "p99_us": float(np.percentile(a, 99)),
+        "mean_us": float(a.mean()),
+        "max_us": float(a.max()),
+    }
 
 
 @contextlib.contextmanager
@@ -139,6 +143,7 @@ def in_keys(res, src) -> bool:
 
 # -- workers (one subprocess each) ----------------------------------------------------------
 
+
 def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     import numpy as np
 
@@ -169,9 +174,17 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
         batch = time.perf_counter() - t0
     batch_recall = recall_of(batch_found, q_source, in_pairs)
     p = index.params
-    return {"build_s": build, "index_mb": grown, "banding": f"b={p.bands} r={p.rows}",
-            "recall": recall, "batch_query_s": batch, "batch_recall": batch_recall, "query": every,
-            "verified_query": verified, "verified_recall": verified_recall}
+    return {
+        "build_s": build,
+        "index_mb": grown,
+        "banding": f"b={p.bands} r={p.rows}",
+        "recall": recall,
+        "batch_query_s": batch,
+        "batch_recall": batch_recall,
+        "query": every,
+        "verified_query": verified,
+        "verified_recall": verified_recall,
+    }
 
 
 def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
@@ -192,7 +205,7 @@ def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
     before = rss_mb()
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        chunk = lean(mh.sign_hashed(tokens[offsets[lo]:offsets[hi]], offsets[lo:hi + 1] - offsets[lo]).values)
+        chunk = lean(mh.sign_hashed(tokens[offsets[lo] : offsets[hi]], offsets[lo : hi + 1] - offsets[lo]).values)
         t0 = time.perf_counter()
         with lsh.insertion_session() as session:
             for i, m in enumerate(chunk, lo):
@@ -201,8 +214,7 @@ def worker_datasketch(args, tokens, offsets, q_sets, q_source) -> dict:
         del chunk
     grown = rss_mb() - before
     stats, recall = time_queries(lsh.query, queries, q_source, in_keys)
-    return {"build_s": build, "index_mb": grown, "banding": f"b={lsh.b} r={lsh.r}",
-            "recall": recall, "query": stats}
+    return {"build_s": build, "index_mb": grown, "banding": f"b={lsh.b} r={lsh.r}", "recall": recall, "query": stats}
 
 
 def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
@@ -216,9 +228,9 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
     before = rss_mb()
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        flat = tokens[offsets[lo]:offsets[hi]].tolist()
+        flat = tokens[offsets[lo] : offsets[hi]].tolist()
         size = int(offsets[lo + 1] - offsets[lo])
-        sets = [[str(x) for x in flat[i:i + size]] for i in range(0, len(flat), size)]
+        sets = [[str(x) for x in flat[i : i + size]] for i in range(0, len(flat), size)]
         matrix = RMinHash.digest_matrix_from_token_sets(sets, K, seed)
         del sets, flat
         t0 = time.perf_counter()
@@ -231,9 +243,15 @@ def worker_rensa(args, tokens, offsets, q_sets, q_source) -> dict:
         t0 = time.perf_counter()
         batch_found = lsh.query_all(queries)
         batch = time.perf_counter() - t0
-    return {"build_s": build, "index_mb": grown, "banding": "b=16 r=8",
-            "recall": recall, "query": stats, "batch_query_s": batch,
-            "batch_recall": recall_of(batch_found, q_source, in_keys)}
+    return {
+        "build_s": build,
+        "index_mb": grown,
+        "banding": "b=16 r=8",
+        "recall": recall,
+        "query": stats,
+        "batch_query_s": batch,
+        "batch_recall": recall_of(batch_found, q_source, in_keys),
+    }
 
 
 WORKERS = {"neardup": worker_neardup, "datasketch": worker_datasketch, "rensa": worker_rensa}
@@ -257,6 +275,7 @@ def run_worker(args) -> int:
 
 # -- main -----------------------------------------------------------------------------------
 
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000, help="indexed signatures (default 1,000,000)")
@@ -277,16 +296,33 @@ def main(argv=None) -> int:
         return run_worker(args)
 
     load_before = os.getloadavg()[0]
-    print(f"LSH index: {args.n:,} signatures (K={K}, threshold {THRESHOLD}, sets of {args.set_size} tokens), "
-          f"{args.queries:,} queries one at a time; CPU {args.cpu} pinned; load average {load_before:.2f}",
-          flush=True)
+    print(
+        f"LSH index: {args.n:,} signatures (K={K}, threshold {THRESHOLD}, sets of {args.set_size} tokens), "
+        f"{args.queries:,} queries one at a time; CPU {args.cpu} pinned; load average {load_before:.2f}",
+        flush=True,
+    )
     results = {}
     for tool in args.tools.split(","):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
             out = tmp.name
-        argv_ = [sys.executable, __file__, "--worker", tool, "--out", out, "--n", str(args.n),
-                 "--queries", str(args.queries), "--set-size", str(args.set_size), "--seed", str(args.seed),
-                 "--cpu", str(args.cpu)]
+        argv_ = [
+            sys.executable,
+            __file__,
+            "--worker",
+            tool,
+            "--out",
+            out,
+            "--n",
+            str(args.n),
+            "--queries",
+            str(args.queries),
+            "--set-size",
+            str(args.set_size),
+            "--seed",
+            str(args.seed),
+            "--cpu",
+            str(args.cpu),
+        ]
         r = run_dedup.measure(argv_)
         if r["returncode"] != 0:
             print(f"{tool}: failed (exit {r['returncode']}):\n{r['stderr']}")
@@ -296,18 +332,32 @@ def main(argv=None) -> int:
         res.update(peak_rss_mb=r["peak_rss_mb"], wall_s=r["wall_s"])
         results[tool] = res
         q = res["query"]
-        print(f"  {tool:<11} build {res['build_s']:7.2f} s  index {res['index_mb']:7.0f} MB  "
-              f"peak RSS {res['peak_rss_mb']:6.0f} MB  query p50 {q['p50_us']:7.1f} us  p99 {q['p99_us']:7.1f} us  "
-              f"recall {res['recall']:.3f}", flush=True)
+        print(
+            f"  {tool:<11} build {res['build_s']:7.2f} s  index {res['index_mb']:7.0f} MB  "
+            f"peak RSS {res['peak_rss_mb']:6.0f} MB  query p50 {q['p50_us']:7.1f} us  p99 {q['p99_us']:7.1f} us  "
+            f"recall {res['recall']:.3f}",
+            flush=True,
+        )
     load_after = os.getloadavg()[0]
     print_table(results, args.n)
     print(f"\nload average (1 min) {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs")
     run_dedup.RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = run_dedup.RESULTS / f"lsh-{args.n}-{stamp}.json"
-    path.write_text(json.dumps({"created": stamp, "args": vars(args), "versions": run_dedup.versions(),
-                                "load_average_1min": {"before": load_before, "after": load_after},
-                                "results": results}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "created": stamp,
+                "args": vars(args),
+                "versions": run_dedup.versions(),
+                "load_average_1min": {"before": load_before, "after": load_after},
+                "results": results,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"saved {path.relative_to(run_dedup.ROOT)}")
     return 0
 
@@ -315,8 +365,10 @@ def main(argv=None) -> int:
 def print_table(results: dict, n: int) -> None:
     base = results.get("neardup")
     print(f"\n**LSH index, {n:,} signatures, K = {K}, threshold {THRESHOLD}**\n")
-    print("| tool | banding | build s | index MB | bytes / signature | peak RSS MB | query p50 us | query p99 us "
-          "| batch us / query | recall | build vs neardup | p99 vs neardup | batch vs neardup |")
+    print(
+        "| tool | banding | build s | index MB | bytes / signature | peak RSS MB | query p50 us | query p99 us "
+        "| batch us / query | recall | build vs neardup | p99 vs neardup | batch vs neardup |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for tool, r in results.items():
         q = r["query"]
@@ -326,15 +378,19 @@ def print_table(results: dict, n: int) -> None:
         rb = f"{r['build_s'] / base['build_s']:.1f}x" if base else "n/a"
         rq = f"{q['p99_us'] / base['query']['p99_us']:.1f}x" if base else "n/a"
         rbq = f"{batch / base_batch:.1f}x" if batch and base_batch else "n/a"
-        print(f"| {tool} | {r['banding']} | {r['build_s']:.2f} | {r['index_mb']:,.0f} | {r['index_mb'] * 2**20 / n:,.0f} "
-              f"| {r['peak_rss_mb']:,.0f} | {q['p50_us']:.1f} | {q['p99_us']:.1f} "
-              f"| {f'{batch:.2f}' if batch else 'n/a'} | {r['recall']:.3f} | {rb} | {rq} | {rbq} |")
+        print(
+            f"| {tool} | {r['banding']} | {r['build_s']:.2f} | {r['index_mb']:,.0f} | {r['index_mb'] * 2**20 / n:,.0f} "
+            f"| {r['peak_rss_mb']:,.0f} | {q['p50_us']:.1f} | {q['p99_us']:.1f} "
+            f"| {f'{batch:.2f}' if batch else 'n/a'} | {r['recall']:.3f} | {rb} | {rq} | {rbq} |"
+        )
     if base and "verified_query" in base:
         v = base["verified_query"]
-        print(f"\nneardup's default query (candidates verified at estimate >= {THRESHOLD}): p50 {v['p50_us']:.1f} us, "
-              f"p99 {v['p99_us']:.1f} us, recall {base['verified_recall']:.3f} (the near-duplicates have J = 0.83, "
-              f"so some estimates fall below 0.8). Recall is the share of near-duplicate queries whose source is "
-              f"among the candidates; it follows each tool's banding.")
+        print(
+            f"\nneardup's default query (candidates verified at estimate >= {THRESHOLD}): p50 {v['p50_us']:.1f} us, "
+            f"p99 {v['p99_us']:.1f} us, recall {base['verified_recall']:.3f} (the near-duplicates have J = 0.83, "
+            f"so some estimates fall below 0.8). Recall is the share of near-duplicate queries whose source is "
+            f"among the candidates; it follows each tool's banding."
+        )
 
 
 if __name__ == "__main__":

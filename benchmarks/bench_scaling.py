@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run_dedup  # noqa: E402
+import run_dedup
 
 STAGE = re.compile(r"^time (\S+(?: \S+)*?)\s+([0-9.]+) s$")
 
@@ -72,8 +72,11 @@ def profile(cmd: list[str]) -> dict:
     if not spy:
         return {"error": "py-spy not found"}
     raw = run_dedup.DATA / "out" / "scaling-profile.txt"
-    r = subprocess.run([spy, "record", "--format", "raw", "--rate", "100", "--output", str(raw), "--", *cmd],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [spy, "record", "--format", "raw", "--rate", "100", "--output", str(raw), "--", *cmd],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0 or not raw.exists():
         return {"error": r.stderr[-2000:]}
     by_func: collections.Counter = collections.Counter()
@@ -94,12 +97,16 @@ def profile(cmd: list[str]) -> dict:
         ours = [f for f in frames if "neardup/" in f or "neardup\\" in f]
         leaf = ours[-1] if ours else frames[-1]
         name = leaf.split(" (")[0]
-        where = leaf[leaf.find("(") + 1:leaf.rfind(")")] if "(" in leaf else ""
+        where = leaf[leaf.find("(") + 1 : leaf.rfind(")")] if "(" in leaf else ""
         module = where.split("neardup/")[-1].split(":")[0] if "neardup/" in where else where.split(":")[0]
         by_func[f"{module}:{name}" + (" (worker)" if worker else "")] += n
         by_thread_kind["worker threads, working" if worker else "main thread"] += n
-    return {"samples": total, "by_function": by_func.most_common(25), "by_thread": dict(by_thread_kind),
-            "raw": str(raw.relative_to(run_dedup.ROOT))}
+    return {
+        "samples": total,
+        "by_function": by_func.most_common(25),
+        "by_thread": dict(by_thread_kind),
+        "raw": str(raw.relative_to(run_dedup.ROOT)),
+    }
 
 
 def main(argv=None) -> int:
@@ -129,8 +136,11 @@ def main(argv=None) -> int:
     run_dedup.measure([*cmd, "dedup", str(warm), "-o", str(out_dir / "scaling-warmup-kept.jsonl"), "--quiet", *extra])
 
     load_before = os.getloadavg()[0]
-    print(f"batch job scaling: sizes {sizes}, workers {workers}, {args.repeat} run(s) each; "
-          f"load average {load_before:.2f} on {os.cpu_count()} CPUs", flush=True)
+    print(
+        f"batch job scaling: sizes {sizes}, workers {workers}, {args.repeat} run(s) each; "
+        f"load average {load_before:.2f} on {os.cpu_count()} CPUs",
+        flush=True,
+    )
     rows = []
     for n in sizes:
         corpus = corpora[n]
@@ -139,8 +149,16 @@ def main(argv=None) -> int:
         for w in workers:
             runs = []
             for _ in range(args.repeat):
-                argv_ = [*cmd, "dedup", str(corpus), "-o", str(out_dir / "scaling-kept.jsonl"),
-                         "--workers", str(w), *extra]
+                argv_ = [
+                    *cmd,
+                    "dedup",
+                    str(corpus),
+                    "-o",
+                    str(out_dir / "scaling-kept.jsonl"),
+                    "--workers",
+                    str(w),
+                    *extra,
+                ]
                 r = run_dedup.measure(argv_)
                 if r["returncode"] != 0:
                     print(f"failed: {' '.join(argv_)}\n{r['stderr']}")
@@ -149,22 +167,36 @@ def main(argv=None) -> int:
                 r["load"] = os.getloadavg()[0]
                 runs.append(r)
             best = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
-            row = {"docs": n, "mb": mb, "workers": w, "wall_s": best["wall_s"], "cpu_s": best["cpu_s"],
-                   "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "stages": best["stages"],
-                   "runs_s": [r["wall_s"] for r in runs], "load": best["load"]}
+            row = {
+                "docs": n,
+                "mb": mb,
+                "workers": w,
+                "wall_s": best["wall_s"],
+                "cpu_s": best["cpu_s"],
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+                "stages": best["stages"],
+                "runs_s": [r["wall_s"] for r in runs],
+                "load": best["load"],
+            }
             rows.append(row)
             st = best["stages"]
-            print(f"  {n:>9,} docs {mb:8.1f} MB  workers {w}  wall {row['wall_s']:7.2f} s  CPU {row['cpu_s']:7.2f} s  "
-                  f"peak {row['peak_rss_mb']:6.0f} MB  " + "  ".join(f"{k} {v:.2f}" for k, v in st.items())
-                  + f"  (load {row['load']:.1f})", flush=True)
+            print(
+                f"  {n:>9,} docs {mb:8.1f} MB  workers {w}  wall {row['wall_s']:7.2f} s  CPU {row['cpu_s']:7.2f} s  "
+                f"peak {row['peak_rss_mb']:6.0f} MB  "
+                + "  ".join(f"{k} {v:.2f}" for k, v in st.items())
+                + f"  (load {row['load']:.1f})",
+                flush=True,
+            )
 
     fits = {}
     for w in workers:
         sel = [r for r in rows if r["workers"] == w and r["docs"] >= 30_000]
-        fits[w] = {"time": slope([r["docs"] for r in sel], [r["wall_s"] for r in sel]),
-                   "job": slope([r["docs"] for r in sel], [r["stages"].get("total", 0.0) for r in sel]),
-                   "cpu": slope([r["docs"] for r in sel], [r["cpu_s"] for r in sel]),
-                   "memory": slope([r["docs"] for r in sel], [r["peak_rss_mb"] for r in sel])}
+        fits[w] = {
+            "time": slope([r["docs"] for r in sel], [r["wall_s"] for r in sel]),
+            "job": slope([r["docs"] for r in sel], [r["stages"].get("total", 0.0) for r in sel]),
+            "cpu": slope([r["docs"] for r in sel], [r["cpu_s"] for r in sel]),
+            "memory": slope([r["docs"] for r in sel], [r["peak_rss_mb"] for r in sel]),
+        }
     load_after = os.getloadavg()[0]
     print_tables(rows, fits, workers)
     print(f"\nload average (1 min) {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs")
@@ -173,17 +205,40 @@ def main(argv=None) -> int:
     if args.profile:
         n, w = sizes[-1], workers[-1]
         print(f"\nprofiling {n:,} documents with --workers {w} (py-spy, 100 Hz) ...", flush=True)
-        prof = profile([*cmd, "dedup", str(corpora[n]), "-o", str(out_dir / "scaling-kept.jsonl"),
-                        "--workers", str(w), "--quiet", *extra])
+        prof = profile(
+            [
+                *cmd,
+                "dedup",
+                str(corpora[n]),
+                "-o",
+                str(out_dir / "scaling-kept.jsonl"),
+                "--workers",
+                str(w),
+                "--quiet",
+                *extra,
+            ]
+        )
         print_profile(prof)
 
     run_dedup.RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = run_dedup.RESULTS / f"scaling-{stamp}.json"
-    path.write_text(json.dumps({"created": stamp, "args": vars(args), "versions": run_dedup.versions(),
-                                "load_average_1min": {"before": load_before, "after": load_after},
-                                "rows": rows, "slopes": fits, "profile": prof}, indent=2) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "created": stamp,
+                "args": vars(args),
+                "versions": run_dedup.versions(),
+                "load_average_1min": {"before": load_before, "after": load_after},
+                "rows": rows,
+                "slopes": fits,
+                "profile": prof,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"saved {path.relative_to(run_dedup.ROOT)}")
     return 0
 
@@ -194,21 +249,27 @@ def print_tables(rows: list[dict], fits: dict, workers: list[int]) -> None:
         for k in r["stages"]:
             if k not in stage_names and k != "total":
                 stage_names.append(k)
-    print("\n| documents | MB | workers | wall s | CPU s | peak RSS MB | docs/s | MB/s | "
-          + " | ".join(f"{s} s" for s in stage_names) + " | vs 1 worker |")
+    print(
+        "\n| documents | MB | workers | wall s | CPU s | peak RSS MB | docs/s | MB/s | "
+        + " | ".join(f"{s} s" for s in stage_names)
+        + " | vs 1 worker |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(stage_names) + "---:|")
     one = {r["docs"]: r for r in rows if r["workers"] == 1}
     for r in rows:
         speedup = f"{one[r['docs']]['wall_s'] / r['wall_s']:.2f}x" if r["docs"] in one else "n/a"
-        print(f"| {r['docs']:,} | {r['mb']:,.0f} | {r['workers']} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} "
-              f"| {r['peak_rss_mb']:,.0f} | {r['docs'] / r['wall_s']:,.0f} | {r['mb'] / r['wall_s']:.1f} | "
-              + " | ".join(f"{r['stages'].get(s, float('nan')):.2f}" for s in stage_names) + f" | {speedup} |")
+        print(
+            f"| {r['docs']:,} | {r['mb']:,.0f} | {r['workers']} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} "
+            f"| {r['peak_rss_mb']:,.0f} | {r['docs'] / r['wall_s']:,.0f} | {r['mb'] / r['wall_s']:.1f} | "
+            + " | ".join(f"{r['stages'].get(s, float('nan')):.2f}" for s in stage_names)
+            + f" | {speedup} |"
+        )
     print("\nslope of log(cost) against log(documents), sizes >= 30,000 (1.0 = linear):\n")
     print("| workers | wall time | job time (summary total, no start-up) | CPU time | peak memory |")
     print("|---:|---:|---:|---:|---:|")
     for w in workers:
         f = fits[w]
-        fmt = lambda x: "n/a" if x is None else f"{x:.2f}"  # noqa: E731
+        fmt = lambda x: "n/a" if x is None else f"{x:.2f}"
         print(f"| {w} | {fmt(f['time'])} | {fmt(f['job'])} | {fmt(f['cpu'])} | {fmt(f['memory'])} |")
 
 
@@ -217,8 +278,10 @@ def print_profile(prof: dict) -> None:
         print(f"profile failed: {prof['error']}")
         return
     total = prof["samples"] or 1
-    print(f"\n{prof['samples']:,} samples ({prof['raw']}); by thread: "
-          + ", ".join(f"{k} {v / total:.0%}" for k, v in prof["by_thread"].items()))
+    print(
+        f"\n{prof['samples']:,} samples ({prof['raw']}); by thread: "
+        + ", ".join(f"{k} {v / total:.0%}" for k, v in prof["by_thread"].items())
+    )
     print("\n| innermost neardup function (or leaf) | share of samples |")
     print("|---|---:|")
     for name, n in prof["by_function"]:

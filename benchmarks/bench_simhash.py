@@ -40,13 +40,17 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 if hasattr(os, "sched_setaffinity"):
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
-import numpy as np  # noqa: E402
+import itertools
+
+import numpy as np
 
 from neardup.index.hamming import HammingIndex
-from neardup.methods.simhash.search import all_pairs
-from neardup.methods.simhash.search import unique_pairs  # noqa: E402
-from neardup.methods.simhash.sketch import SimHasher  # noqa: E402
-from neardup.text.shingles import Shingling  # noqa: E402
+from neardup.methods.simhash.search import (
+    all_pairs,
+    unique_pairs,
+)
+from neardup.methods.simhash.sketch import SimHasher
+from neardup.text.shingles import Shingling
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "_data"
@@ -113,8 +117,23 @@ def corpus(docs: int, seed: int = 1) -> tuple[Path, Path]:
     if not (path.exists() and truth.exists()):
         DATA.mkdir(parents=True, exist_ok=True)
         print(f"generating {docs:,} documents ...", flush=True)
-        subprocess.run([sys.executable, str(GENERATOR), "--docs", str(docs), "--seed", str(seed),
-                        "--dup-fraction", "0.2", "-o", str(path), "--truth", str(truth)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(GENERATOR),
+                "--docs",
+                str(docs),
+                "--seed",
+                str(seed),
+                "--dup-fraction",
+                "0.2",
+                "-o",
+                str(path),
+                "--truth",
+                str(truth),
+            ],
+            check=True,
+        )
     return path, truth
 
 
@@ -149,15 +168,28 @@ def bench_all_pairs(n: int, repeats: int) -> None:
     queries = fps[np.random.default_rng(1).choice(n, 10_000, replace=False)]
     query_s, _ = median_time(lambda: index.query_batch(queries), repeats)
     rows = [
-        ["all_pairs(fps, 3)", f"{n:,}", f"{seconds:.2f} s", f"{n / seconds / 1e6:.2f} M fps/s",
-         f"{len(a):,} pairs ({len(near):,} planted found, {len(found - near)} other), m={up.plan.blocks}, "
-         f"{len(up.plan.tables)} tables, {up.checked:,} candidates"],
-        ["HammingIndex.add (one batch)", f"{n:,}", f"{index_build:.2f} s", f"{n / index_build / 1e6:.2f} M fps/s",
-         f"m={index.plan.blocks}, {len(index.plan.tables)} tables"],
+        [
+            "all_pairs(fps, 3)",
+            f"{n:,}",
+            f"{seconds:.2f} s",
+            f"{n / seconds / 1e6:.2f} M fps/s",
+            f"{len(a):,} pairs ({len(near):,} planted found, {len(found - near)} other), m={up.plan.blocks}, "
+            f"{len(up.plan.tables)} tables, {up.checked:,} candidates",
+        ],
+        [
+            "HammingIndex.add (one batch)",
+            f"{n:,}",
+            f"{index_build:.2f} s",
+            f"{n / index_build / 1e6:.2f} M fps/s",
+            f"m={index.plan.blocks}, {len(index.plan.tables)} tables",
+        ],
         ["HammingIndex.query_batch", "10,000", f"{query_s * 1e3:.0f} ms", f"{query_s / 1e4 * 1e6:.1f} us/query", ""],
     ]
-    table(f"Hamming search within distance 3, 64-bit, one core (median of {repeats}); target all_pairs <= 3 s",
-          ["operation", "n", "time", "rate", "notes"], rows)
+    table(
+        f"Hamming search within distance 3, 64-bit, one core (median of {repeats}); target all_pairs <= 3 s",
+        ["operation", "n", "time", "rate", "notes"],
+        rows,
+    )
 
 
 def _build_index(fps):
@@ -186,11 +218,19 @@ def bench_peer_index(peer_n: int, repeats: int) -> None:
 
     theirs, peer_pairs = median_time(peer, repeats)
     assert peer_pairs == len(a), (peer_pairs, len(a))
-    table(f"All pairs within distance 3 among {peer_n:,} fingerprints, one core (median of {repeats})",
-          ["tool", "time", "pairs", "ratio"],
-          [["neardup all_pairs", f"{ours:.3f} s", f"{len(a):,}", "1.0"],
-           ["simhash SimhashIndex (build + query each)", f"{theirs:.2f} s", f"{peer_pairs:,}",
-            f"{theirs / ours:.0f}x slower"]])
+    table(
+        f"All pairs within distance 3 among {peer_n:,} fingerprints, one core (median of {repeats})",
+        ["tool", "time", "pairs", "ratio"],
+        [
+            ["neardup all_pairs", f"{ours:.3f} s", f"{len(a):,}", "1.0"],
+            [
+                "simhash SimhashIndex (build + query each)",
+                f"{theirs:.2f} s",
+                f"{peer_pairs:,}",
+                f"{theirs / ours:.0f}x slower",
+            ],
+        ],
+    )
 
 
 def bench_text(docs: int, repeats: int) -> None:
@@ -209,25 +249,55 @@ def bench_text(docs: int, repeats: int) -> None:
 
         from neardup.text.normalize import tokenize
 
-        bigrams = [[" ".join(p) for p in zip(toks, toks[1:])] or [" ".join(toks)]
-                   for toks in map(tokenize, texts)]
+        bigrams = [[" ".join(p) for p in itertools.pairwise(toks)] or [" ".join(toks)] for toks in map(tokenize, texts)]
         t_peer_text, _ = median_time(lambda: [Simhash(t) for t in texts], repeats)
         t_peer_feat, _ = median_time(lambda: [Simhash(f) for f in bigrams], repeats)
         peer = (t_peer_text, t_peer_feat)
     except ImportError:
         print("\n(simhash package not installed: pip install simhash)")
-    rows.append(["neardup SimHasher.sign, char 4-grams", f"{t_char:.3f} s", f"{docs / t_char:,.0f}",
-                 f"{mb / t_char:.1f}", "1.0"])
+    rows.append(
+        [
+            "neardup SimHasher.sign, char 4-grams",
+            f"{t_char:.3f} s",
+            f"{docs / t_char:,.0f}",
+            f"{mb / t_char:.1f}",
+            "1.0",
+        ]
+    )
     if peer:
-        rows.append(["simhash Simhash(text) (char 4-grams)", f"{peer[0]:.2f} s", f"{docs / peer[0]:,.0f}",
-                     f"{mb / peer[0]:.2f}", f"{peer[0] / t_char:.0f}x slower"])
-    rows.append(["neardup SimHasher.sign, word 2-grams", f"{t_word:.3f} s", f"{docs / t_word:,.0f}",
-                 f"{mb / t_word:.1f}", "1.0"])
+        rows.append(
+            [
+                "simhash Simhash(text) (char 4-grams)",
+                f"{peer[0]:.2f} s",
+                f"{docs / peer[0]:,.0f}",
+                f"{mb / peer[0]:.2f}",
+                f"{peer[0] / t_char:.0f}x slower",
+            ]
+        )
+    rows.append(
+        [
+            "neardup SimHasher.sign, word 2-grams",
+            f"{t_word:.3f} s",
+            f"{docs / t_word:,.0f}",
+            f"{mb / t_word:.1f}",
+            "1.0",
+        ]
+    )
     if peer:
-        rows.append(["simhash Simhash(word-bigram features)*", f"{peer[1]:.2f} s", f"{docs / peer[1]:,.0f}",
-                     f"{mb / peer[1]:.2f}", f"{peer[1] / t_word:.0f}x slower"])
-    table(f"Fingerprinting {docs:,} generated documents ({mb:.1f} MB), 64-bit, one core (median of {repeats})",
-          ["tool", "time", "docs/s", "MB/s", "ratio"], rows)
+        rows.append(
+            [
+                "simhash Simhash(word-bigram features)*",
+                f"{peer[1]:.2f} s",
+                f"{docs / peer[1]:,.0f}",
+                f"{mb / peer[1]:.2f}",
+                f"{peer[1] / t_word:.0f}x slower",
+            ]
+        )
+    table(
+        f"Fingerprinting {docs:,} generated documents ({mb:.1f} MB), 64-bit, one core (median of {repeats})",
+        ["tool", "time", "docs/s", "MB/s", "ratio"],
+        rows,
+    )
     if peer:
         print("* features tokenized beforehand and not timed; neardup's times include normalization and shingling")
 
@@ -246,11 +316,17 @@ def bench_quality() -> None:
             pairs.setdefault(t["edit"], []).append((orig[t["group"]], i))
     positives = np.array(pairs["exact"] + pairs["light"])
     rows = []
-    for sh in [Shingling("word", 1), Shingling("word", 2), Shingling("word", 3), Shingling("word", 5),
-               Shingling("char", 4), Shingling("char", 5)]:
+    for sh in [
+        Shingling("word", 1),
+        Shingling("word", 2),
+        Shingling("word", 3),
+        Shingling("word", 5),
+        Shingling("char", 4),
+        Shingling("char", 5),
+    ]:
         for bits, ks in [(64, [3, 6]), (128, [6, 12])]:
             hasher = SimHasher(bits=bits, shingling=sh)
-            fps = np.concatenate([hasher.sign(texts[i:i + 5000]).values for i in range(0, len(texts), 5000)])
+            fps = np.concatenate([hasher.sign(texts[i : i + 5000]).values for i in range(0, len(texts), 5000)])
             words = fps.reshape(len(fps), -1)
 
             def dist(p):
@@ -270,13 +346,31 @@ def bench_quality() -> None:
                 precision = float(np.sum(sel & ~unrelated) / max(1, np.sum(sel)))
                 f1 = 2 * recall * precision / (recall + precision) if recall + precision else 0.0
                 fp = int(np.sum(sel & unrelated)) if k <= ks[0] or sh != Shingling("word", 1) else "-"
-                cells += [f"{np.mean(light <= k):.2f}", f"{np.mean(medium <= k):.2f}", f"{fp:,}" if fp != "-" else fp,
-                          f"{f1:.3f}" if fp != "-" else "-"]
+                cells += [
+                    f"{np.mean(light <= k):.2f}",
+                    f"{np.mean(medium <= k):.2f}",
+                    f"{fp:,}" if fp != "-" else fp,
+                    f"{f1:.3f}" if fp != "-" else "-",
+                ]
             rows.append(cells)
-    table(f"Separation on {len(texts):,} generated documents ({len(pairs['light']):,} light, "
-          f"{len(pairs['medium']):,} medium variants; F1 of exact+light vs everything)",
-          ["shingles", "bits", "light mean d", "light<=k1", "medium<=k1", "unrelated<=k1", "F1@k1",
-           "light<=k2", "medium<=k2", "unrelated<=k2", "F1@k2"], rows)
+    table(
+        f"Separation on {len(texts):,} generated documents ({len(pairs['light']):,} light, "
+        f"{len(pairs['medium']):,} medium variants; F1 of exact+light vs everything)",
+        [
+            "shingles",
+            "bits",
+            "light mean d",
+            "light<=k1",
+            "medium<=k1",
+            "unrelated<=k1",
+            "F1@k1",
+            "light<=k2",
+            "medium<=k2",
+            "unrelated<=k2",
+            "F1@k2",
+        ],
+        rows,
+    )
     print("k1, k2 = 3, 6 for 64 bits and 6, 12 for 128 bits")
 
 
@@ -291,9 +385,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import numba
 
-    print(f"python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
-          f"{platform.processor() or platform.machine()}, pinned to CPU {sorted(os.sched_getaffinity(0))}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
+        f"{platform.processor() or platform.machine()}, pinned to CPU {sorted(os.sched_getaffinity(0))}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     if args.only in (None, "pairs"):
         bench_all_pairs(args.n, args.repeats)
     if args.only in (None, "peer"):

@@ -43,25 +43,26 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import datetime as dt  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from itertools import islice  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import datetime as dt
+import json
+import platform
+import re
+import statistics
+import sys
+import time
+from itertools import islice
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run_dedup  # noqa: E402  (corpus generation and caching)
+import run_dedup
 
 WORD = re.compile(r"\w+")
 RENSA_SEED = 42
 
 
 # -- the user's shingling, for the peers ----------------------------------------------------
+
 
 def word_shingles(text: str, n: int) -> list[str]:
     tokens = WORD.findall(text.lower())
@@ -74,7 +75,7 @@ def char_shingles(text: str, n: int) -> list[str]:
     s = " ".join(text.lower().split())
     if len(s) < n:
         return [s] if s else []
-    return [s[i:i + n] for i in range(len(s) - n + 1)]
+    return [s[i : i + n] for i in range(len(s) - n + 1)]
 
 
 SHINGLERS = {"word": word_shingles, "char": char_shingles}
@@ -85,6 +86,7 @@ def as_bytes(shingles: list[str]) -> list[bytes]:
 
 
 # -- tools ----------------------------------------------------------------------------------
+
 
 def neardup_tools(kind: str, k: int):
     import numpy as np
@@ -130,10 +132,16 @@ def datasketch_tools(kind: str, k: int):
         return [as_bytes(shingler(t, 5)) for t in texts]
 
     return {
-        "datasketch update_batch": {"text": lambda texts: update_batch(as_bytes(shingler(t, 5)) for t in texts),
-                                    "prepare": prepare, "sketch": update_batch},
-        "datasketch bulk": {"text": lambda texts: bulk([as_bytes(shingler(t, 5)) for t in texts]),
-                            "prepare": prepare, "sketch": bulk},
+        "datasketch update_batch": {
+            "text": lambda texts: update_batch(as_bytes(shingler(t, 5)) for t in texts),
+            "prepare": prepare,
+            "sketch": update_batch,
+        },
+        "datasketch bulk": {
+            "text": lambda texts: bulk([as_bytes(shingler(t, 5)) for t in texts]),
+            "prepare": prepare,
+            "sketch": bulk,
+        },
     }
 
 
@@ -144,6 +152,7 @@ def rensa_tools(kind: str, k: int):
 
     def one_by_one(cls):
         """Sketch each set with its own ``cls`` object, as a user of the full-set API does."""
+
         def sketch(lists):
             out = []
             for s in lists:
@@ -151,6 +160,7 @@ def rensa_tools(kind: str, k: int):
                 m.update(s)
                 out.append(m.digest())
             return out
+
         return sketch
 
     full_set, cminhash = one_by_one(RMinHash), one_by_one(CMinHash)
@@ -168,16 +178,23 @@ def rensa_tools(kind: str, k: int):
         return lambda texts: fn([shingler(t, 5) for t in texts])
 
     return {
-        "rensa RMinHash full-set": {"text": lambda texts: full_set(shingler(t, 5) for t in texts),
-                                    "prepare": prepare, "sketch": full_set},
+        "rensa RMinHash full-set": {
+            "text": lambda texts: full_set(shingler(t, 5) for t in texts),
+            "prepare": prepare,
+            "sketch": full_set,
+        },
         "rensa digest_matrix (batch)": {"text": from_text(batch), "prepare": prepare, "sketch": batch},
         "rensa rho (batch)": {"text": from_text(rho), "prepare": prepare, "sketch": rho},
-        "rensa CMinHash": {"text": lambda texts: cminhash(shingler(t, 5) for t in texts),
-                           "prepare": prepare, "sketch": cminhash},
+        "rensa CMinHash": {
+            "text": lambda texts: cminhash(shingler(t, 5) for t in texts),
+            "prepare": prepare,
+            "sketch": cminhash,
+        },
     }
 
 
 # -- measurement ----------------------------------------------------------------------------
+
 
 def breakdown(texts: list[str], repeat: int) -> list[dict]:
     """Where neardup's text-to-signature time goes, K = 128: the Python normalization and
@@ -186,21 +203,21 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
     import numba as nb
     import numpy as np
 
-    from neardup.methods.minhash.sketch import MinHasher
+    from neardup._kernels.charclass import CHAR_CLASS
     from neardup._kernels.shingles import (
         HASH_BLOCK,
         LOCKSTEP_WORDS,
         _char_units,
+        _word_tokens,
         doc_hashes,
         doc_scratch,
-        _word_tokens,
     )
+    from neardup.methods.minhash.sketch import MinHasher
     from neardup.text.shingles import Shingling, encode_for_sketch, encode_texts
-    from neardup._kernels.charclass import CHAR_CLASS
 
     @nb.njit(nogil=True)
     def pass1(data, off, table, kind):
-        buf, words, pos = doc_scratch(off[:-1], off[1:])
+        buf, _words, pos = doc_scratch(off[:-1], off[1:])
         t = 0
         for d in range(off.shape[0] - 1):
             if kind == 0:
@@ -224,13 +241,15 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
         sh = Shingling(kind, 5)
         data, off = encode_texts(texts, sh)
         classic, fast = MinHasher(128, shingling=sh), MinHasher(128, shingling=sh, sketch="oph")
-        steps = {"encode: NFKC, case folding, UTF-8 (Python; `encode_for_sketch`)": lambda: encode_for_sketch(texts, sh),
-                 "kernel pass 1: normalize into a buffer": lambda: pass1(data, off, CHAR_CLASS, code),
-                 "kernel passes 1 + 2: + shingle hashes": lambda: pass12(data, off, CHAR_CLASS, code, 5),
-                 "kernel, classic K=128 (passes + fold)": lambda: classic.sign_encoded(data, off[:-1], off[1:]),
-                 "kernel, oph K=128 (passes + fold + densify)": lambda: fast.sign_encoded(data, off[:-1], off[1:]),
-                 "sign(texts), classic": lambda: classic.sign(texts),
-                 "sign(texts), oph": lambda: fast.sign(texts)}
+        steps = {
+            "encode: NFKC, case folding, UTF-8 (Python; `encode_for_sketch`)": lambda: encode_for_sketch(texts, sh),
+            "kernel pass 1: normalize into a buffer": lambda: pass1(data, off, CHAR_CLASS, code),
+            "kernel passes 1 + 2: + shingle hashes": lambda: pass12(data, off, CHAR_CLASS, code, 5),
+            "kernel, classic K=128 (passes + fold)": lambda: classic.sign_encoded(data, off[:-1], off[1:]),
+            "kernel, oph K=128 (passes + fold + densify)": lambda: fast.sign_encoded(data, off[:-1], off[1:]),
+            "sign(texts), classic": lambda: classic.sign(texts),
+            "sign(texts), oph": lambda: fast.sign(texts),
+        }
         for fn in steps.values():
             fn()
         times = {name: [] for name in steps}
@@ -242,10 +261,21 @@ def breakdown(texts: list[str], repeat: int) -> list[dict]:
         shingles = int(classic.sign_encoded(data, off[:-1], off[1:])[1].sum())
         for name, ts in times.items():
             t = statistics.median(ts)
-            rows.append({"kind": kind, "step": name, "ms": t * 1e3, "mb_s": len(data) / 1e6 / t,
-                         "ns_per_shingle": t / shingles * 1e9, "shingles": shingles, "mb": len(data) / 1e6})
-    print(f"\n**Where the time goes** ({len(texts):,} documents, K = 128, median CPU time; "
-          "each kernel row includes the rows above it)\n")
+            rows.append(
+                {
+                    "kind": kind,
+                    "step": name,
+                    "ms": t * 1e3,
+                    "mb_s": len(data) / 1e6 / t,
+                    "ns_per_shingle": t / shingles * 1e9,
+                    "shingles": shingles,
+                    "mb": len(data) / 1e6,
+                }
+            )
+    print(
+        f"\n**Where the time goes** ({len(texts):,} documents, K = 128, median CPU time; "
+        "each kernel row includes the rows above it)\n"
+    )
     print("| shingles | step | ms | MB/s | ns per shingle |")
     print("|---|---|---:|---:|---:|")
     for r in rows:
@@ -277,8 +307,13 @@ def machine() -> dict:
         mem = psutil.virtual_memory().total / 2**30
     except ImportError:
         pass
-    return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": mem, "platform": platform.platform(),
-            "python": platform.python_version()}
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "memory_gib": mem,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def main(argv=None) -> int:
@@ -291,8 +326,13 @@ def main(argv=None) -> int:
     ap.add_argument("--tools", default="neardup,datasketch,rensa", help="subset of neardup,datasketch,rensa")
     ap.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: the lowest allowed)")
     ap.add_argument("--quick", action="store_true", help="1000 / 200 documents, 3 repeats")
-    ap.add_argument("--breakdown", type=int, default=20000, metavar="DOCS",
-                    help="documents for the where-the-time-goes table (default 20000; 0: skip)")
+    ap.add_argument(
+        "--breakdown",
+        type=int,
+        default=20000,
+        metavar="DOCS",
+        help="documents for the where-the-time-goes table (default 20000; 0: skip)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.docs, args.peer_docs, args.repeat = min(args.docs, 1000), min(args.peer_docs, 200), min(args.repeat, 3)
@@ -304,13 +344,16 @@ def main(argv=None) -> int:
     numba.set_num_threads(1)
 
     texts = load_texts(max(args.docs, args.peer_docs))
-    sets = {"neardup": texts[:args.docs], "peer": texts[:args.peer_docs]}
+    sets = {"neardup": texts[: args.docs], "peer": texts[: args.peer_docs]}
     nbytes = {key: sum(len(t.encode("utf-8", "surrogatepass")) for t in ts) for key, ts in sets.items()}
     wanted = set(args.tools.split(","))
     load_before = os.getloadavg()[0]
-    print(f"sketch throughput on CPU {cpu} (pinned, numba 1 thread); neardup on {len(sets['neardup']):,} "
-          f"documents ({nbytes['neardup'] / 1e6:.1f} MB), peers on {len(sets['peer']):,} "
-          f"({nbytes['peer'] / 1e6:.1f} MB); median of {args.repeat}; load average {load_before:.2f}", flush=True)
+    print(
+        f"sketch throughput on CPU {cpu} (pinned, numba 1 thread); neardup on {len(sets['neardup']):,} "
+        f"documents ({nbytes['neardup'] / 1e6:.1f} MB), peers on {len(sets['peer']):,} "
+        f"({nbytes['peer'] / 1e6:.1f} MB); median of {args.repeat}; load average {load_before:.2f}",
+        flush=True,
+    )
 
     rows = []
     for kind in args.kinds.split(","):
@@ -345,15 +388,29 @@ def main(argv=None) -> int:
                 key = "neardup" if name.startswith("neardup") else "peer"
                 docs, size = sets[key], nbytes[key]
                 cpu_text, cpu_sk = statistics.median(cpu[name]["text"]), statistics.median(cpu[name]["sketch"])
-                row = {"kind": kind, "k": k, "tool": name, "docs": len(docs), "mb": size / 1e6,
-                       "text_cpu_s": cpu_text, "text_wall_s": statistics.median(wall[name]["text"]),
-                       "sketch_cpu_s": cpu_sk, "sketch_wall_s": statistics.median(wall[name]["sketch"]),
-                       "text_cpu_runs": cpu[name]["text"], "sketch_cpu_runs": cpu[name]["sketch"],
-                       "text_mb_s": size / 1e6 / cpu_text, "text_docs_s": len(docs) / cpu_text,
-                       "sketch_mb_s": size / 1e6 / cpu_sk, "sketch_docs_s": len(docs) / cpu_sk}
+                row = {
+                    "kind": kind,
+                    "k": k,
+                    "tool": name,
+                    "docs": len(docs),
+                    "mb": size / 1e6,
+                    "text_cpu_s": cpu_text,
+                    "text_wall_s": statistics.median(wall[name]["text"]),
+                    "sketch_cpu_s": cpu_sk,
+                    "sketch_wall_s": statistics.median(wall[name]["sketch"]),
+                    "text_cpu_runs": cpu[name]["text"],
+                    "sketch_cpu_runs": cpu[name]["sketch"],
+                    "text_mb_s": size / 1e6 / cpu_text,
+                    "text_docs_s": len(docs) / cpu_text,
+                    "sketch_mb_s": size / 1e6 / cpu_sk,
+                    "sketch_docs_s": len(docs) / cpu_sk,
+                }
                 rows.append(row)
-                print(f"  {kind:<4} K={k:<3} {name:<28} from text {row['text_mb_s']:8.2f} MB/s "
-                      f"{row['text_docs_s']:9.0f} docs/s   sketch only {row['sketch_mb_s']:8.2f} MB/s", flush=True)
+                print(
+                    f"  {kind:<4} K={k:<3} {name:<28} from text {row['text_mb_s']:8.2f} MB/s "
+                    f"{row['text_docs_s']:9.0f} docs/s   sketch only {row['sketch_mb_s']:8.2f} MB/s",
+                    flush=True,
+                )
     split = breakdown(load_texts(args.breakdown), args.repeat) if args.breakdown else []
     load_after = os.getloadavg()[0]
     print()
@@ -363,10 +420,23 @@ def main(argv=None) -> int:
     run_dedup.RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = run_dedup.RESULTS / f"sketch-{stamp}.json"
-    path.write_text(json.dumps({"created": stamp, "machine": machine(), "versions": run_dedup.versions(),
-                                "args": vars(args), "cpu": cpu,
-                                "load_average_1min": {"before": load_before, "after": load_after},
-                                "rows": rows, "breakdown": split}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "created": stamp,
+                "machine": machine(),
+                "versions": run_dedup.versions(),
+                "args": vars(args),
+                "cpu": cpu,
+                "load_average_1min": {"before": load_before, "after": load_after},
+                "rows": rows,
+                "breakdown": split,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"saved {path.relative_to(run_dedup.ROOT)}")
     return 0
 
@@ -382,13 +452,17 @@ def print_tables(rows: list[dict]) -> None:
         rensa = by.get("rensa RMinHash full-set")
         classic = by.get("neardup classic")
         print(f"\n**{kind} 5-grams, K = {k}** (MB/s per core and documents/s, median CPU time)\n")
-        print("| tool | from text MB/s | docs/s | sketch only MB/s | vs rensa full-set (text) | vs neardup classic (text) |")
+        print(
+            "| tool | from text MB/s | docs/s | sketch only MB/s | vs rensa full-set (text) | vs neardup classic (text) |"
+        )
         print("|---|---:|---:|---:|---:|---:|")
         for r in rs:
             vs_rensa = f"{r['text_mb_s'] / rensa['text_mb_s']:.1f}x" if rensa else "n/a"
             vs_classic = f"{r['text_mb_s'] / classic['text_mb_s']:.2f}x" if classic else "n/a"
-            print(f"| {r['tool']} | {r['text_mb_s']:.2f} | {r['text_docs_s']:,.0f} | {r['sketch_mb_s']:.2f} "
-                  f"| {vs_rensa} | {vs_classic} |")
+            print(
+                f"| {r['tool']} | {r['text_mb_s']:.2f} | {r['text_docs_s']:,.0f} | {r['sketch_mb_s']:.2f} "
+                f"| {vs_rensa} | {vs_classic} |"
+            )
 
 
 if __name__ == "__main__":

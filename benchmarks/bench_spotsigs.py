@@ -46,13 +46,15 @@ GENERATOR = ROOT / "examples" / "generate_corpus.py"
 
 sys.path.insert(0, str(ROOT / "src"))
 
-from neardup import io  # noqa: E402
-from neardup.api import dedup  # noqa: E402
-from neardup.methods.minhash.config import MinHashConfig  # noqa: E402
-from neardup.methods.spotsigs.config import SpotSigsConfig  # noqa: E402
+from neardup import io
+from neardup.api import dedup
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.methods.spotsigs.config import SpotSigsConfig
 from neardup.methods.spotsigs.pairs import all_pairs, all_pairs_unpruned
-from neardup.methods.spotsigs.signatures import extract
-from neardup.methods.spotsigs.signatures import idf_filter  # noqa: E402
+from neardup.methods.spotsigs.signatures import (
+    extract,
+    idf_filter,
+)
 
 
 def generator_version() -> int:
@@ -71,9 +73,23 @@ def ensure_corpus(docs: int, seed: int, dup_fraction: float = 0.2) -> Path:
     DATA.mkdir(parents=True, exist_ok=True)
     tmp_corpus, tmp_truth = corpus.with_suffix(".tmp"), truth.with_suffix(".tmp")
     print(f"corpus: generating {docs:,} documents (seed {seed}) ...", flush=True)
-    subprocess.run([sys.executable, str(GENERATOR), "--docs", str(docs), "--seed", str(seed),
-                    "--dup-fraction", str(dup_fraction), "-o", str(tmp_corpus), "--truth", str(tmp_truth)],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GENERATOR),
+            "--docs",
+            str(docs),
+            "--seed",
+            str(seed),
+            "--dup-fraction",
+            str(dup_fraction),
+            "-o",
+            str(tmp_corpus),
+            "--truth",
+            str(tmp_truth),
+        ],
+        check=True,
+    )
     tmp_truth.replace(truth)
     tmp_corpus.replace(corpus)
     return corpus
@@ -106,8 +122,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.85)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--idf-band", type=float, nargs=2, metavar=("LO", "HI"), default=None)
-    ap.add_argument("--skip-baseline", action="store_true",
-                    help="leave out the search without partitions and pruning (the slow one)")
+    ap.add_argument(
+        "--skip-baseline",
+        action="store_true",
+        help="leave out the search without partitions and pruning (the slow one)",
+    )
     args = ap.parse_args(argv)
     tau, workers = args.threshold, args.workers
     config = SpotSigsConfig(threshold=tau, idf_band=tuple(args.idf_band) if args.idf_band else None)
@@ -121,9 +140,12 @@ def main(argv=None) -> int:
         sigs, t_idf = timed(idf_filter, sigs, config.idf_band)
         t_extract += t_idf
     lengths = sigs.lengths
-    print(f"{len(texts):,} documents, {int(lengths.sum()):,} spot signatures "
-          f"({np.count_nonzero(lengths == 0):,} documents without any), extracted in {t_extract:.2f} s; "
-          f"threshold {tau}, {workers} worker thread(s)", flush=True)
+    print(
+        f"{len(texts):,} documents, {int(lengths.sum()):,} spot signatures "
+        f"({np.count_nonzero(lengths == 0):,} documents without any), extracted in {t_extract:.2f} s; "
+        f"threshold {tau}, {workers} worker thread(s)",
+        flush=True,
+    )
 
     rows = []
     variants = [("partitions + pruning", dict()), ("pruning only (no partitions)", dict(partitions=False))]
@@ -146,8 +168,10 @@ def main(argv=None) -> int:
 
     base = rows[-1]
     print()
-    print(f"all pairs at weighted Jaccard >= {tau} over spot signatures ({reference.counters.pairs:,} pairs, "
-          f"identical in every row)")
+    print(
+        f"all pairs at weighted Jaccard >= {tau} over spot signatures ({reference.counters.pairs:,} pairs, "
+        f"identical in every row)"
+    )
     head = f"{'search':<30} {'similarity computations':>24} {'wall s':>9} {'computations ratio':>19} {'time ratio':>11}"
     print(head)
     print("-" * len(head))
@@ -158,8 +182,10 @@ def main(argv=None) -> int:
             ratios = f"{base['computed'] / max(r['computed'], 1):>18,.1f}x {base['seconds'] / r['seconds']:>10,.1f}x"
         print(f"{r['search']:<30} {r['computed']:>24,} {r['seconds']:>9.2f} {ratios}")
     c = rows[0]
-    print(f"(partitions + pruning: {c['partitions']} partitions, {c['pruned']:,} list entries pruned by the "
-          f"length bound, {c['lists_cut']:,} lists cut short, {c['lists_skipped']:,} never opened)")
+    print(
+        f"(partitions + pruning: {c['partitions']} partitions, {c['pruned']:,} list entries pruned by the "
+        f"length bound, {c['lists_cut']:,} lists cut short, {c['lists_skipped']:,} never opened)"
+    )
     print()
     print(f"end to end, pipeline.dedup at threshold {tau} (read + featurize + search + cluster)")
     print(f"{'job':<30} {'wall s':>9} {'removed':>9} {'clusters':>9}")
@@ -171,13 +197,30 @@ def main(argv=None) -> int:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"spotsigs-{args.docs}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps({
-        "docs": len(texts), "threshold": tau, "workers": workers, "idf_band": args.idf_band,
-        "signatures": int(lengths.sum()), "extract_seconds": t_extract, "searches": rows,
-        "end_to_end": {"spotsigs": {"seconds": t_spot, "removed": spot.n_removed, "timings": spot.timings},
-                       "minhash": {"seconds": t_mh, "removed": mh.n_removed, "timings": mh.timings}},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-    }, indent=2), encoding="utf-8")
+    out.write_text(
+        json.dumps(
+            {
+                "docs": len(texts),
+                "threshold": tau,
+                "workers": workers,
+                "idf_band": args.idf_band,
+                "signatures": int(lengths.sum()),
+                "extract_seconds": t_extract,
+                "searches": rows,
+                "end_to_end": {
+                    "spotsigs": {"seconds": t_spot, "removed": spot.n_removed, "timings": spot.timings},
+                    "minhash": {"seconds": t_mh, "removed": mh.n_removed, "timings": mh.timings},
+                },
+                "machine": {
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                    "platform": platform.platform(),
+                },
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
     print(f"saved {out.relative_to(ROOT)}")
     return 0
 

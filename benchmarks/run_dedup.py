@@ -53,6 +53,7 @@ except ImportError:  # the sampled tree column is then left out
 
 # -- corpus -------------------------------------------------------------------
 
+
 def generator_version() -> int:
     for line in GENERATOR.read_text(encoding="utf-8").splitlines():
         if line.startswith("GENERATOR_VERSION"):
@@ -73,9 +74,24 @@ def ensure_corpus(docs: int, seed: int, dup_fraction: float) -> tuple[Path, Path
     DATA.mkdir(parents=True, exist_ok=True)
     tmp_corpus, tmp_truth = corpus.with_suffix(".tmp"), truth.with_suffix(".tmp")
     print(f"corpus: generating {docs:,} documents (seed {seed}) ...", flush=True)
-    subprocess.run([sys.executable, str(GENERATOR), "--docs", str(docs), "--seed", str(seed),
-                    "--dup-fraction", str(dup_fraction), "-o", str(tmp_corpus),
-                    "--truth", str(tmp_truth), "--stats"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(GENERATOR),
+            "--docs",
+            str(docs),
+            "--seed",
+            str(seed),
+            "--dup-fraction",
+            str(dup_fraction),
+            "-o",
+            str(tmp_corpus),
+            "--truth",
+            str(tmp_truth),
+            "--stats",
+        ],
+        check=True,
+    )
     tmp_truth.replace(truth)
     tmp_corpus.replace(corpus)
     return corpus, truth
@@ -101,10 +117,10 @@ def head(path: Path, lines: int, dest: Path) -> int:
 
 # -- tools --------------------------------------------------------------------
 
+
 def find_neardup() -> list[str] | None:
     """The neardup command, or None when its CLI is not there (yet)."""
-    exe = shutil.which("neardup", path=os.pathsep.join([str(Path(sys.executable).parent),
-                                                        os.environ.get("PATH", "")]))
+    exe = shutil.which("neardup", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     cmd = [exe] if exe else [sys.executable, "-m", "neardup"]
     try:
         ok = subprocess.run(cmd + ["dedup", "--help"], capture_output=True, timeout=120).returncode == 0
@@ -115,16 +131,29 @@ def find_neardup() -> list[str] | None:
 
 def tool_commands(args, neardup_cmd) -> dict:
     """name -> function(corpus, output) -> argv."""
-    common = ["--threshold", str(args.threshold), "--ngram", str(args.ngram),
-              "--num-perm", str(args.num_perm)]
+    common = ["--threshold", str(args.threshold), "--ngram", str(args.ngram), "--num-perm", str(args.num_perm)]
     tools = {}
     if neardup_cmd:
-        tools["neardup"] = lambda c, o: [*neardup_cmd, "dedup", str(c), "-o", str(o), *common,
-                                         "--workers", str(args.workers), "--quiet"]
-    tools["datasketch"] = lambda c, o: [sys.executable, str(PEERS / "datasketch_dedup.py"),
-                                        str(c), "-o", str(o), *common]
-    tools["rensa"] = lambda c, o: [sys.executable, str(PEERS / "rensa_dedup.py"),
-                                   str(c), "-o", str(o), *common]
+        tools["neardup"] = lambda c, o: [
+            *neardup_cmd,
+            "dedup",
+            str(c),
+            "-o",
+            str(o),
+            *common,
+            "--workers",
+            str(args.workers),
+            "--quiet",
+        ]
+    tools["datasketch"] = lambda c, o: [
+        sys.executable,
+        str(PEERS / "datasketch_dedup.py"),
+        str(c),
+        "-o",
+        str(o),
+        *common,
+    ]
+    tools["rensa"] = lambda c, o: [sys.executable, str(PEERS / "rensa_dedup.py"), str(c), "-o", str(o), *common]
     return {name: cmd for name, cmd in tools.items() if name in args.tools}
 
 
@@ -163,10 +192,14 @@ def measure(argv: list[str]) -> dict:
         stderr = err.read().decode("utf-8", "replace")
     # ru_maxrss is in kilobytes on Linux, in bytes on macOS
     peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return {"wall_s": wall, "peak_rss_mb": peak / 2**20,
-            "tree_peak_mb": tree_peak[0] / 2**20 if psutil else None,
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-            "returncode": proc.returncode, "stderr": stderr[-2000:]}
+    return {
+        "wall_s": wall,
+        "peak_rss_mb": peak / 2**20,
+        "tree_peak_mb": tree_peak[0] / 2**20 if psutil else None,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "returncode": proc.returncode,
+        "stderr": stderr[-2000:],
+    }
 
 
 def read_ids(path: Path) -> list[str]:
@@ -192,6 +225,7 @@ def versions() -> dict:
 
 # -- report -------------------------------------------------------------------
 
+
 def fmt_ratio(x):
     return "n/a" if x is None else f"{x:.2f}x"
 
@@ -204,8 +238,10 @@ def load_average() -> float | None:
 
 
 def print_table(results: dict, base: str | None) -> None:
-    head_ = (f"{'tool':<11} {'median s':>9} {'min s':>8} {'CPU s':>7} {'peak RSS MB':>12}"
-             f" {'tree MB':>8} {'kept':>8} {'removed':>8} {'time/neardup':>13} {'mem/neardup':>12}")
+    head_ = (
+        f"{'tool':<11} {'median s':>9} {'min s':>8} {'CPU s':>7} {'peak RSS MB':>12}"
+        f" {'tree MB':>8} {'kept':>8} {'removed':>8} {'time/neardup':>13} {'mem/neardup':>12}"
+    )
     print(head_)
     print("-" * len(head_))
     b = results.get(base) if base else None
@@ -213,9 +249,11 @@ def print_table(results: dict, base: str | None) -> None:
         t_ratio = r["median_s"] / b["median_s"] if b else None
         m_ratio = r["peak_rss_mb"] / b["peak_rss_mb"] if b else None
         tree = "-" if r["tree_peak_mb"] is None else f"{r['tree_peak_mb']:.0f}"
-        print(f"{name:<11} {r['median_s']:>9.2f} {r['min_s']:>8.2f} {r['cpu_s']:>7.2f}"
-              f" {r['peak_rss_mb']:>12.0f} {tree:>8} {r['kept']:>8,} {r['removed']:>8,}"
-              f" {fmt_ratio(t_ratio):>13} {fmt_ratio(m_ratio):>12}")
+        print(
+            f"{name:<11} {r['median_s']:>9.2f} {r['min_s']:>8.2f} {r['cpu_s']:>7.2f}"
+            f" {r['peak_rss_mb']:>12.0f} {tree:>8} {r['kept']:>8,} {r['removed']:>8,}"
+            f" {fmt_ratio(t_ratio):>13} {fmt_ratio(m_ratio):>12}"
+        )
 
 
 def compare_removed(removed: dict, truth_rows: list[dict]) -> dict:
@@ -224,19 +262,21 @@ def compare_removed(removed: dict, truth_rows: list[dict]) -> dict:
     overlap = {}
     truth_rows = truth_rows or []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             sa, sb = removed[a], removed[b]
             union = len(sa | sb)
-            overlap[f"{a} vs {b}"] = {"both": len(sa & sb), f"only {a}": len(sa - sb),
-                                      f"only {b}": len(sb - sa),
-                                      "jaccard": len(sa & sb) / union if union else 1.0}
+            overlap[f"{a} vs {b}"] = {
+                "both": len(sa & sb),
+                f"only {a}": len(sa - sb),
+                f"only {b}": len(sb - sa),
+                "jaccard": len(sa & sb) / union if union else 1.0,
+            }
     if not truth_rows:
         return {"overlap": overlap}
     edit_of = {t["id"]: t["edit"] for t in truth_rows}
     planted = Counter(t["edit"] for t in truth_rows)
     by_edit = {name: dict(Counter(edit_of.get(i, "?") for i in ids)) for name, ids in removed.items()}
-    return {"overlap": overlap, "removed_by_planted_edit": by_edit,
-            "planted": dict(planted)}
+    return {"overlap": overlap, "removed_by_planted_edit": by_edit, "planted": dict(planted)}
 
 
 def main(argv=None) -> int:
@@ -248,8 +288,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dup-fraction", type=float, default=0.2)
     ap.add_argument("--corpus", type=Path, help="use this JSONL corpus instead of generating one")
     ap.add_argument("--truth", type=Path, help="ground truth of --corpus (generator format)")
-    ap.add_argument("--tools", default="neardup,datasketch,rensa",
-                    help="comma-separated subset of neardup,datasketch,rensa")
+    ap.add_argument(
+        "--tools", default="neardup,datasketch,rensa", help="comma-separated subset of neardup,datasketch,rensa"
+    )
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--ngram", type=int, default=5)
     ap.add_argument("--num-perm", type=int, default=128)
@@ -280,14 +321,21 @@ def main(argv=None) -> int:
             print(f"neardup: warm-up failed, skipped:\n{r['stderr']}")
             del tools["neardup"]
         else:
-            print(f"neardup: warm-up run on {n_warm:,} documents done in {r['wall_s']:.1f} s, not timed "
-                  "(numba's compile cache is warm for the timed runs)")
+            print(
+                f"neardup: warm-up run on {n_warm:,} documents done in {r['wall_s']:.1f} s, not timed "
+                "(numba's compile cache is warm for the timed runs)"
+            )
 
     load_before = load_average()
-    print(f"timing {', '.join(tools)}: {args.repeat} run(s) each, round-robin; "
-          f"peak RSS = ru_maxrss of the tool's process (os.wait4)"
-          + ("; tree MB = RSS of the process and its children, sampled every 20 ms" if psutil
-             else "; install psutil for a sampled whole-process-tree column"))
+    print(
+        f"timing {', '.join(tools)}: {args.repeat} run(s) each, round-robin; "
+        f"peak RSS = ru_maxrss of the tool's process (os.wait4)"
+        + (
+            "; tree MB = RSS of the process and its children, sampled every 20 ms"
+            if psutil
+            else "; install psutil for a sampled whole-process-tree column"
+        )
+    )
     runs = {name: [] for name in tools}
     failed = set()
     for rep in range(args.repeat):
@@ -300,8 +348,9 @@ def main(argv=None) -> int:
                 failed.add(name)
                 continue
             runs[name].append(r)
-            print(f"  run {rep + 1}/{args.repeat} {name:<11} {r['wall_s']:7.2f} s "
-                  f"{r['peak_rss_mb']:7.0f} MB", flush=True)
+            print(
+                f"  run {rep + 1}/{args.repeat} {name:<11} {r['wall_s']:7.2f} s {r['peak_rss_mb']:7.0f} MB", flush=True
+            )
 
     results, removed = {}, {}
     id_set = set(all_ids)
@@ -313,11 +362,14 @@ def main(argv=None) -> int:
         walls = [r["wall_s"] for r in rs]
         trees = [r["tree_peak_mb"] for r in rs if r["tree_peak_mb"] is not None]
         results[name] = {
-            "median_s": statistics.median(walls), "min_s": min(walls), "runs_s": walls,
+            "median_s": statistics.median(walls),
+            "min_s": min(walls),
+            "runs_s": walls,
             "cpu_s": statistics.median(r["cpu_s"] for r in rs),
             "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
             "tree_peak_mb": max(trees) if trees else None,
-            "kept": len(kept), "removed": len(removed[name]),
+            "kept": len(kept),
+            "removed": len(removed[name]),
         }
     if not results:
         print("nothing ran")
@@ -328,9 +380,11 @@ def main(argv=None) -> int:
     print_table(results, base)
     load_after = load_average()
     if load_before is not None and max(load_before, load_after) > 0.75 * (os.cpu_count() or 1):
-        print(f"note: the machine was busy (1-minute load {load_before:.1f} before, "
-              f"{load_after:.1f} after, {os.cpu_count()} CPUs); wall times are inflated, "
-              "the CPU column is the steadier comparison")
+        print(
+            f"note: the machine was busy (1-minute load {load_before:.1f} before, "
+            f"{load_after:.1f} after, {os.cpu_count()} CPUs); wall times are inflated, "
+            "the CPU column is the steadier comparison"
+        )
     if base is None:
         print("(ratios need neardup)")
 
@@ -340,31 +394,45 @@ def main(argv=None) -> int:
             truth_rows = [json.loads(line) for line in f]
     comparison = compare_removed(removed, truth_rows)
     if "planted" in comparison:
-        print("\nremoved documents, by what the generator planted "
-              f"(planted: {comparison['planted']}):")
+        print(f"\nremoved documents, by what the generator planted (planted: {comparison['planted']}):")
         for name, counts in comparison["removed_by_planted_edit"].items():
             print(f"  {name:<11} " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if comparison["overlap"]:
         print("overlap of removed ids:")
         for pair, o in comparison["overlap"].items():
-            print(f"  {pair:<26} " + ", ".join(
-                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in o.items()))
+            print(
+                f"  {pair:<26} "
+                + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in o.items())
+            )
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = RESULTS / f"dedup-{len(all_ids)}-{stamp}.json"
     report = {
-        "created": stamp, "corpus": str(corpus), "docs": len(all_ids), "corpus_mb": size_mb,
-        "seed": args.seed, "dup_fraction": args.dup_fraction,
-        "job": {"threshold": args.threshold, "ngram": args.ngram, "num_perm": args.num_perm,
-                "neardup_workers": args.workers},
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                    "processor": platform.processor(),
-                    "load_average_1min": {"before": load_before, "after": load_after}},
-        "versions": versions(), "repeat": args.repeat,
+        "created": stamp,
+        "corpus": str(corpus),
+        "docs": len(all_ids),
+        "corpus_mb": size_mb,
+        "seed": args.seed,
+        "dup_fraction": args.dup_fraction,
+        "job": {
+            "threshold": args.threshold,
+            "ngram": args.ngram,
+            "num_perm": args.num_perm,
+            "neardup_workers": args.workers,
+        },
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "processor": platform.processor(),
+            "load_average_1min": {"before": load_before, "after": load_after},
+        },
+        "versions": versions(),
+        "repeat": args.repeat,
         "memory_method": "ru_maxrss of the tool process from os.wait4 (peak_rss_mb); "
-                         "RSS of the process tree sampled every 20 ms with psutil (tree_peak_mb)",
-        "results": results, "comparison": comparison,
+        "RSS of the process tree sampled every 20 ms with psutil (tree_peak_mb)",
+        "results": results,
+        "comparison": comparison,
     }
     path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"\nsaved {path.relative_to(ROOT)}")

@@ -283,7 +283,8 @@ Scandinavia, the Balkans, the Alps, the coast, the capital region, the border ar
 the delta, the highlands, the islands, the metro area, the northeast, the southwest
 """.replace("\n", " ").split(",")
 
-PRODUCTS = """
+PRODUCTS = (
+    """
 laptop headset kettle backpack blender monitor jacket tent bicycle
 camera lamp chair desk mattress speaker charger keyboard mouse/mice router drill
 vacuum toaster grill fan heater humidifier purifier bottle mug pan skillet
@@ -291,13 +292,18 @@ knife/knives scale watch phone tablet printer projector microphone webcam
 stroller sofa rug pillow blanket towel boot sneaker coat sweater umbrella
 suitcase wallet belt glove helmet kayak ladder wrench hammer screwdriver mower
 trimmer hose cooler lantern thermostat doorbell smartwatch
-""".split() + ["pair of earbuds/pairs of earbuds", "coffee maker", "air fryer"]
+""".split()
+    + ["pair of earbuds/pairs of earbuds", "coffee maker", "air fryer"]
+)
 
 # devices that people ask about on forums
-FORUM_PRODUCTS = """
+FORUM_PRODUCTS = (
+    """
 router laptop phone printer tablet monitor smartwatch thermostat doorbell camera
 speaker headset keyboard mouse/mice projector webcam drone dashcam console
-""".split() + ["robot vacuum", "smart plug", "e-reader", "bike computer", "mesh system"]
+""".split()
+    + ["robot vacuum", "smart plug", "e-reader", "bike computer", "mesh system"]
+)
 
 FEATURES = """
 battery screen handle strap lid fabric motor blade cable zipper sole frame lens
@@ -321,39 +327,84 @@ port fan filter sensor fuse
 
 # fixed phrases: plain strings, no slots inside
 PRODUCT_PREDICATES = [
-    "stays cool under load", "folds flat for storage", "charges in under two hours",
-    "fits in most carry-on bags", "cleans up in seconds", "holds its shape after washing",
-    "runs quietly at night", "locks firmly into place", "resists scratches and stains",
-    "keeps drinks hot for hours", "works with most phones", "survives the occasional drop",
-    "lasts a full day on one charge", "adjusts with one hand", "feels solid in the hand",
-    "sits flat on any surface", "pairs in a few seconds", "handles daily use with ease",
-    "keeps out rain and dust", "heats up in about a minute", "stays comfortable all day",
-    "does not wobble or slide", "needs no tools to assemble", "looks good in any room",
-    "is easy to replace", "is safe for the dishwasher", "is covered by the warranty",
-    "is made from recycled materials", "is quieter than the old model",
+    "stays cool under load",
+    "folds flat for storage",
+    "charges in under two hours",
+    "fits in most carry-on bags",
+    "cleans up in seconds",
+    "holds its shape after washing",
+    "runs quietly at night",
+    "locks firmly into place",
+    "resists scratches and stains",
+    "keeps drinks hot for hours",
+    "works with most phones",
+    "survives the occasional drop",
+    "lasts a full day on one charge",
+    "adjusts with one hand",
+    "feels solid in the hand",
+    "sits flat on any surface",
+    "pairs in a few seconds",
+    "handles daily use with ease",
+    "keeps out rain and dust",
+    "heats up in about a minute",
+    "stays comfortable all day",
+    "does not wobble or slide",
+    "needs no tools to assemble",
+    "looks good in any room",
+    "is easy to replace",
+    "is safe for the dishwasher",
+    "is covered by the warranty",
+    "is made from recycled materials",
+    "is quieter than the old model",
     "is sold separately in some regions",
 ]
 
 FORUM_PROBLEMS = [
-    "keeps restarting", "will not turn on", "disconnects every few minutes",
-    "shows an error on startup", "drains the battery overnight", "makes a clicking noise",
-    "runs very hot", "freezes when I open the menu", "stopped charging",
-    "is stuck on the logo screen", "loses its settings after a reboot",
-    "beeps three times and shuts down", "only works when plugged in",
-    "is much slower than before", "flickers at low brightness", "will not pair anymore",
-    "connects but has no internet", "reports the wrong temperature",
-    "turns off at around twenty percent", "ignores the schedule I set",
+    "keeps restarting",
+    "will not turn on",
+    "disconnects every few minutes",
+    "shows an error on startup",
+    "drains the battery overnight",
+    "makes a clicking noise",
+    "runs very hot",
+    "freezes when I open the menu",
+    "stopped charging",
+    "is stuck on the logo screen",
+    "loses its settings after a reboot",
+    "beeps three times and shuts down",
+    "only works when plugged in",
+    "is much slower than before",
+    "flickers at low brightness",
+    "will not pair anymore",
+    "connects but has no internet",
+    "reports the wrong temperature",
+    "turns off at around twenty percent",
+    "ignores the schedule I set",
 ]
 
 FORUM_OPENERS = [
-    "Hi all,", "Hello everyone,", "Quick question:", "Long time reader, first post.",
-    "Hey folks,", "Not sure if this is the right board, but", "Hoping someone can help.",
+    "Hi all,",
+    "Hello everyone,",
+    "Quick question:",
+    "Long time reader, first post.",
+    "Hey folks,",
+    "Not sure if this is the right board, but",
+    "Hoping someone can help.",
 ]
 
 USERS_FOR = [
-    "everyday use", "small kitchens", "frequent travelers", "home offices", "beginners",
-    "professionals", "weekend trips", "students", "long commutes", "busy families",
-    "small apartments", "outdoor work",
+    "everyday use",
+    "small kitchens",
+    "frequent travelers",
+    "home offices",
+    "beginners",
+    "professionals",
+    "weekend trips",
+    "students",
+    "long commutes",
+    "busy families",
+    "small apartments",
+    "outdoor work",
 ]
 
 COLORS = """
@@ -362,8 +413,18 @@ burgundy cream graphite
 """.split()
 
 MATERIALS = [
-    "aluminum", "stainless steel", "recycled plastic", "cotton", "leather", "oak",
-    "bamboo", "ceramic", "nylon", "polyester", "tempered glass", "carbon fiber",
+    "aluminum",
+    "stainless steel",
+    "recycled plastic",
+    "cotton",
+    "leather",
+    "oak",
+    "bamboo",
+    "ceramic",
+    "nylon",
+    "polyester",
+    "tempered glass",
+    "carbon fiber",
 ]
 
 OUTLET_WORDS = """
@@ -405,13 +466,34 @@ SMALL_NUMBERS = (
 )
 
 SYNONYMS = {
-    "said": "stated", "big": "large", "large": "big", "buy": "purchase", "about": "around",
-    "new": "fresh", "start": "begin", "help": "assist", "show": "indicate",
-    "also": "as well", "but": "however", "many": "numerous", "need": "require",
-    "use": "utilize", "quickly": "rapidly", "recent": "latest", "major": "big",
-    "small": "minor", "officials": "authorities", "residents": "locals",
-    "percent": "per cent", "company": "firm", "announced": "unveiled", "plan": "proposal",
-    "since": "after", "because": "as", "nearly": "almost", "very": "really",
+    "said": "stated",
+    "big": "large",
+    "large": "big",
+    "buy": "purchase",
+    "about": "around",
+    "new": "fresh",
+    "start": "begin",
+    "help": "assist",
+    "show": "indicate",
+    "also": "as well",
+    "but": "however",
+    "many": "numerous",
+    "need": "require",
+    "use": "utilize",
+    "quickly": "rapidly",
+    "recent": "latest",
+    "major": "big",
+    "small": "minor",
+    "officials": "authorities",
+    "residents": "locals",
+    "percent": "per cent",
+    "company": "firm",
+    "announced": "unveiled",
+    "plan": "proposal",
+    "since": "after",
+    "because": "as",
+    "nearly": "almost",
+    "very": "really",
 }
 FILLERS = """
 also now still very really just even already reportedly again currently
@@ -461,11 +543,11 @@ NEWS_BODY = [
     "For now, the {Oc} {say} the {thing} would remain in place.",
     "The {T} will be discussed again at the next {event} of the {Oc}, scheduled for {month} {dnum}.",
     "Data from the {org} show that {things} in {C} have {vi_en} for {num} straight {units}.",
-    "\"There is still a lot of work to do,\" {P2l} {say}, adding that the {Oc} had {adv} {vt_en} its {thing}.",
-    "\"We knew this day would come,\" said {P2}, a {role} in {C}.",
-    "\"We have {adv} {vt_en} every part of this {T},\" {P1l} {say}.",
-    "\"This is not about {things}. It is about the {roles} who depend on them,\" {P1l} {say}.",
-    "\"Nobody wants to see the {pnoun} closed for another {unit},\" {P2l} {say}.",
+    '"There is still a lot of work to do," {P2l} {say}, adding that the {Oc} had {adv} {vt_en} its {thing}.',
+    '"We knew this day would come," said {P2}, a {role} in {C}.',
+    '"We have {adv} {vt_en} every part of this {T}," {P1l} {say}.',
+    '"This is not about {things}. It is about the {roles} who depend on them," {P1l} {say}.',
+    '"Nobody wants to see the {pnoun} closed for another {unit}," {P2l} {say}.',
     "Asked whether the {T} would be {vt_en}, {P1l} {say} that no decision had been made.",
     "The {Oc} has {vt_en} similar {things} in {city} and {city} in recent years.",
     "Under the {adj} {T}, {roles} would be required to {vt} their {things} every {unit}.",
@@ -506,9 +588,9 @@ NEWS_BODY = [
     "The {Oc} meets on the first {day} of every month at the {pnoun}.",
     "Officials {say} the {E} was the worst the {pnoun} had seen since {year}.",
     "Attendance at the {event} was lower than expected, with just {num} {roles} in the room.",
-    "\"We are asking for patience,\" {P1l} {say}. \"The {T} will not be finished overnight.\"",
-    "\"I have lived here for {num} years and I have never seen anything like this,\" {P2l} {say}.",
-    "\"The numbers simply do not add up,\" {say} a {role} who has followed the {T} closely.",
+    '"We are asking for patience," {P1l} {say}. "The {T} will not be finished overnight."',
+    '"I have lived here for {num} years and I have never seen anything like this," {P2l} {say}.',
+    '"The numbers simply do not add up," {say} a {role} who has followed the {T} closely.',
     "The {Oc} will {vt} the {T} in {smallnum} stages, starting with the {pnoun} near {C}.",
     "A final vote on the {T} is expected in {month}.",
     "Funding for the {T} was cut by {pct} in {year}, and it has never fully recovered.",
@@ -812,50 +894,109 @@ class Grammar:
         self.brands = [h + t for h in BRAND_HEADS for t in BRAND_TAILS]
         # pair the verb forms: one index draw gives matching forms where needed
         self.urns = {
-            "role": _zipf_urn(role), "roles": _zipf_urn(roles),
-            "org": _zipf_urn(org), "orgs": _zipf_urn(orgs), "thing": _zipf_urn(thing), "things": _zipf_urn(things),
-            "pnoun": _zipf_urn(pnoun), "pnouns": _zipf_urn(pnouns),
-            "event": _zipf_urn(event), "events": _zipf_urn(events),
-            "adj": _zipf_urn(dict.fromkeys(ADJECTIVES)), "adv": _zipf_urn(dict.fromkeys(ADVERBS)),
-            "vt": _zipf_urn(vt), "vt_s": _zipf_urn(vt_s), "vt_ed": _zipf_urn(vt_ed),
-            "vt_en": _zipf_urn(vt_en), "vt_ing": _zipf_urn(vt_ing),
-            "vi": _zipf_urn(vi), "vi_s": _zipf_urn(vi_s), "vi_ed": _zipf_urn(vi_ed),
-            "vi_en": _zipf_urn(vi_en), "vf": _zipf_urn(vf),
-            "say": SAY, "city": _zipf_urn(CITIES, 0.8),
+            "role": _zipf_urn(role),
+            "roles": _zipf_urn(roles),
+            "org": _zipf_urn(org),
+            "orgs": _zipf_urn(orgs),
+            "thing": _zipf_urn(thing),
+            "things": _zipf_urn(things),
+            "pnoun": _zipf_urn(pnoun),
+            "pnouns": _zipf_urn(pnouns),
+            "event": _zipf_urn(event),
+            "events": _zipf_urn(events),
+            "adj": _zipf_urn(dict.fromkeys(ADJECTIVES)),
+            "adv": _zipf_urn(dict.fromkeys(ADVERBS)),
+            "vt": _zipf_urn(vt),
+            "vt_s": _zipf_urn(vt_s),
+            "vt_ed": _zipf_urn(vt_ed),
+            "vt_en": _zipf_urn(vt_en),
+            "vt_ing": _zipf_urn(vt_ing),
+            "vi": _zipf_urn(vi),
+            "vi_s": _zipf_urn(vi_s),
+            "vi_ed": _zipf_urn(vi_ed),
+            "vi_en": _zipf_urn(vi_en),
+            "vf": _zipf_urn(vf),
+            "say": SAY,
+            "city": _zipf_urn(CITIES, 0.8),
             "region": _zipf_urn([r.strip() for r in REGIONS if r.strip()], 0.7),
-            "cname": [h + t + " " + s for h in BRAND_HEADS for t in BRAND_TAILS[:4]
-                      for s in COMPANY_SUFFIXES[:6]],
+            "cname": [h + t + " " + s for h in BRAND_HEADS for t in BRAND_TAILS[:4] for s in COMPANY_SUFFIXES[:6]],
             "num": _zipf_urn(SMALL_NUMBERS, 0.9),
             "smallnum": ["one", "two", "two", "three", "five"],
-            "pct": _zipf_urn([f"{i} percent" for i in range(2, 61)]
-                             + [f"{i}.5 percent" for i in range(1, 20)], 0.7),
-            "money": [f"${a} {u}" for u in ("million", "million", "billion")
-                      for a in ("1.2", "3", "4.5", "12", "25", "40", "75", "150", "2.8", "600")]
+            "pct": _zipf_urn([f"{i} percent" for i in range(2, 61)] + [f"{i}.5 percent" for i in range(1, 20)], 0.7),
+            "money": [
+                f"${a} {u}"
+                for u in ("million", "million", "billion")
+                for a in ("1.2", "3", "4.5", "12", "25", "40", "75", "150", "2.8", "600")
+            ]
             + [f"${a},000" for a in ("450", "800", "90", "250")],
             "year": [str(y) for y in range(1990, 2025)],
-            "day": DAYS, "month": MONTHS, "dnum": [str(d) for d in range(1, 29)],
-            "unit": UNITS, "units": UNITS_PL, "period": PERIODS, "hour": HOURS,
-            "ordinal": ORDINALS, "vote": [f"{a} to {b}" for a in range(4, 10) for b in range(1, 4)],
+            "day": DAYS,
+            "month": MONTHS,
+            "dnum": [str(d) for d in range(1, 29)],
+            "unit": UNITS,
+            "units": UNITS_PL,
+            "period": PERIODS,
+            "hour": HOURS,
+            "ordinal": ORDINALS,
+            "vote": [f"{a} to {b}" for a in range(4, 10) for b in range(1, 4)],
             "outlet": ["newspaper", "paper", "station", "site"],
             "padj": _zipf_urn(dict.fromkeys(PRODUCT_ADJ), 0.8),
             "feat": _zipf_urn(self.features, 0.8),
-            "pvp": PRODUCT_PREDICATES, "users": USERS_FOR, "color": _zipf_urn(COLORS, 0.9),
+            "pvp": PRODUCT_PREDICATES,
+            "users": USERS_FOR,
+            "color": _zipf_urn(COLORS, 0.9),
             "weight": [f"{w} kg" for w in ("0.3", "0.45", "0.8", "1.1", "1.4", "2.2", "3.5")]
             + [f"{w} g" for w in ("180", "240", "350", "620")],
-            "relative": ["wife", "husband", "son", "daughter", "dad", "mom", "sister",
-                         "brother", "partner", "neighbor"],
+            "relative": [
+                "wife",
+                "husband",
+                "son",
+                "daughter",
+                "dad",
+                "mom",
+                "sister",
+                "brother",
+                "partner",
+                "neighbor",
+            ],
             "fthing": _zipf_urn(dict.fromkeys(FORUM_THINGS), 0.8),
             "fproblem": FORUM_PROBLEMS,
-            "lead_role": ["head", "director", "chair", "spokesperson", "chief executive",
-                          "president", "treasurer", "deputy director", "general manager"],
-            "doc_thing": ["report", "study", "survey", "analysis", "review", "audit", "poll",
-                          "assessment"],
-            "vneg_en": ["criticized", "questioned", "challenged", "attacked", "opposed",
-                        "dismissed", "rejected", "condemned"],
-            "qadj": ["strange", "weird", "annoying", "recurring", "serious", "odd", "new",
-                     "frustrating", "small", "intermittent"],
-            "ver": [f"{a}.{b}" for a in range(1, 6) for b in range(0, 10)]
-            + [f"{a}.{b}.{c}" for a in range(2, 5) for b in range(0, 4) for c in (1, 2)],
+            "lead_role": [
+                "head",
+                "director",
+                "chair",
+                "spokesperson",
+                "chief executive",
+                "president",
+                "treasurer",
+                "deputy director",
+                "general manager",
+            ],
+            "doc_thing": ["report", "study", "survey", "analysis", "review", "audit", "poll", "assessment"],
+            "vneg_en": [
+                "criticized",
+                "questioned",
+                "challenged",
+                "attacked",
+                "opposed",
+                "dismissed",
+                "rejected",
+                "condemned",
+            ],
+            "qadj": [
+                "strange",
+                "weird",
+                "annoying",
+                "recurring",
+                "serious",
+                "odd",
+                "new",
+                "frustrating",
+                "small",
+                "intermittent",
+            ],
+            "ver": [f"{a}.{b}" for a in range(1, 6) for b in range(10)]
+            + [f"{a}.{b}.{c}" for a in range(2, 5) for b in range(4) for c in (1, 2)],
         }
         self.urns["Roles"] = [w.capitalize() for w in self.urns["roles"]]
         self.first_names = _zipf_urn(FIRST_NAMES, 0.6)
@@ -876,9 +1017,11 @@ class Grammar:
         self.product_reviews = [c(t) for t in PRODUCT_REVIEWS]
         self.forum_question = [c(t) for t in FORUM_QUESTION]
         self.forum_reply = [c(t) for t in FORUM_REPLY]
-        self.titles = {"news": [c(t) for t in NEWS_TITLES],
-                       "product": [c(t) for t in PRODUCT_TITLES],
-                       "forum": [c(t) for t in FORUM_TITLES]}
+        self.titles = {
+            "news": [c(t) for t in NEWS_TITLES],
+            "product": [c(t) for t in PRODUCT_TITLES],
+            "forum": [c(t) for t in FORUM_TITLES],
+        }
         self.related_titles = [c(t) for t in RELATED_TITLES]
         self.boiler = {
             "news": ([c(t) for t in NEWS_HEADERS], [c(t) for t in NEWS_FOOTERS]),
@@ -895,8 +1038,7 @@ class Grammar:
         for name in (FIRST_NAMES, SURNAMES, self.brands, PRODUCTS, FEATURES, SERIES):
             for item in name:
                 words.update(re.findall(r"[^\W\d_]+", item.lower()))
-        for group in (NEWS_LEADS, NEWS_BODY, PRODUCT_BODY, PRODUCT_REVIEWS, FORUM_QUESTION,
-                      FORUM_REPLY):
+        for group in (NEWS_LEADS, NEWS_BODY, PRODUCT_BODY, PRODUCT_REVIEWS, FORUM_QUESTION, FORUM_REPLY):
             for t in group:
                 words.update(re.findall(r"[^\W\d_]+", re.sub(r"\{\w+\}", " ", t).lower()))
         return len(words)
@@ -909,7 +1051,7 @@ def _primes(start: int, count: int) -> list[int]:
     """The first ``count`` primes >= ``start`` (stream lengths that never line up)."""
     out, n = [], start
     while len(out) < count:
-        if all(n % d for d in range(2, int(n ** 0.5) + 1)):
+        if all(n % d for d in range(2, int(n**0.5) + 1)):
             out.append(n)
         n += 1
     return out
@@ -932,8 +1074,9 @@ class Generator:
     """
 
     STREAM_LENGTH = 20_011
-    LOCAL_SLOTS = frozenset({"P1", "P2", "P1l", "P2l", "C", "O", "Oc", "T", "Ts", "E", "E2s",
-                             "BRAND", "MODEL", "PROD", "PRODs", "outlet"})
+    LOCAL_SLOTS = frozenset(
+        {"P1", "P2", "P1l", "P2l", "C", "O", "Oc", "T", "Ts", "E", "E2s", "BRAND", "MODEL", "PROD", "PRODs", "outlet"}
+    )
 
     def __init__(self, seed: int, dup_fraction: float = 0.2):
         if not 0.0 <= dup_fraction <= 0.6:
@@ -943,26 +1086,44 @@ class Generator:
         self.dup_fraction = dup_fraction
         self.base_day = date(2015, 1, 1)
         lists = dict(g.urns)
-        lists.update({
-            "t_news_leads": g.news_leads, "t_news_body": g.news_body,
-            "t_product_body": g.product_body, "t_product_reviews": g.product_reviews,
-            "t_forum_first": g.forum_question[:2], "t_forum_question": g.forum_question,
-            "t_forum_reply": g.forum_reply,
-            # cast members
-            "first": g.first_names, "last": g.surnames, "thing_i": g.thing_urn,
-            "event_i": g.event_urn, "org_i": g.org_urn, "prod_i": g.product_urn,
-            "fprod_i": g.fproduct_urn,
-            "brand": g.brands, "qual": ORG_QUALIFIERS, "series": SERIES,
-            # page furniture
-            "genre": [x for x, w in zip(GENRES, GENRE_WEIGHTS) for _ in range(round(w * 20))],
-            "title_news": g.titles["news"], "title_product": g.titles["product"],
-            "title_forum": g.titles["forum"], "feature": g.features, "material": MATERIALS,
-            "cents": ("99", "95", "49", "00"), "reviewer": FIRST_NAMES, "opener": FORUM_OPENERS,
-            "thanks": ("Thanks in advance.", "Any help is appreciated.", "Thanks!"),
-            "site_city": CITIES, "outlet_word": OUTLET_WORDS, "store_word": STORE_WORDS,
-            "forum_site": FORUM_SITE_WORDS,
-            "section": ("local", "business", "politics", "world", "science", "sport"),
-        })
+        lists.update(
+            {
+                "t_news_leads": g.news_leads,
+                "t_news_body": g.news_body,
+                "t_product_body": g.product_body,
+                "t_product_reviews": g.product_reviews,
+                "t_forum_first": g.forum_question[:2],
+                "t_forum_question": g.forum_question,
+                "t_forum_reply": g.forum_reply,
+                # cast members
+                "first": g.first_names,
+                "last": g.surnames,
+                "thing_i": g.thing_urn,
+                "event_i": g.event_urn,
+                "org_i": g.org_urn,
+                "prod_i": g.product_urn,
+                "fprod_i": g.fproduct_urn,
+                "brand": g.brands,
+                "qual": ORG_QUALIFIERS,
+                "series": SERIES,
+                # page furniture
+                "genre": [x for x, w in zip(GENRES, GENRE_WEIGHTS) for _ in range(round(w * 20))],
+                "title_news": g.titles["news"],
+                "title_product": g.titles["product"],
+                "title_forum": g.titles["forum"],
+                "feature": g.features,
+                "material": MATERIALS,
+                "cents": ("99", "95", "49", "00"),
+                "reviewer": FIRST_NAMES,
+                "opener": FORUM_OPENERS,
+                "thanks": ("Thanks in advance.", "Any help is appreciated.", "Thanks!"),
+                "site_city": CITIES,
+                "outlet_word": OUTLET_WORDS,
+                "store_word": STORE_WORDS,
+                "forum_site": FORUM_SITE_WORDS,
+                "section": ("local", "business", "politics", "world", "science", "sport"),
+            }
+        )
         local = self.LOCAL_SLOTS
         for name, items in lists.items():
             if name.startswith(("t_", "title_")):
@@ -1042,16 +1203,21 @@ class Generator:
         topics = [topic, topic, nx["adj"]() + " " + topic, g.things[ti2]]
         k = int(rnd() * 4)
         nx = dict(nx)
-        nx.update({
-            "P1": repeat(p1).__next__, "P2": repeat(p2).__next__,
-            "P1l": repeat(p1.rsplit(" ", 1)[-1]).__next__,
-            "P2l": repeat(p2.rsplit(" ", 1)[-1]).__next__,
-            "C": repeat(city).__next__, "O": repeat(oname).__next__, "Oc": repeat(org).__next__,
-            "T": cycle(topics[k:] + topics[:k]).__next__,
-            "Ts": cycle((g.things_pl[ti], g.things_pl[ti2])).__next__,
-            "E": repeat(g.events[ei]).__next__,
-            "E2s": cycle((g.events_pl[ei], "talks", "delays", "debate")).__next__,
-        })
+        nx.update(
+            {
+                "P1": repeat(p1).__next__,
+                "P2": repeat(p2).__next__,
+                "P1l": repeat(p1.rsplit(" ", 1)[-1]).__next__,
+                "P2l": repeat(p2.rsplit(" ", 1)[-1]).__next__,
+                "C": repeat(city).__next__,
+                "O": repeat(oname).__next__,
+                "Oc": repeat(org).__next__,
+                "T": cycle(topics[k:] + topics[:k]).__next__,
+                "Ts": cycle((g.things_pl[ti], g.things_pl[ti2])).__next__,
+                "E": repeat(g.events[ei]).__next__,
+                "E2s": cycle((g.events_pl[ei], "talks", "delays", "debate")).__next__,
+            }
+        )
         cast = {"city": city}
         if genre != "news":
             if genre == "forum":
@@ -1063,18 +1229,22 @@ class Generator:
             brand = nx["brand"]()
             model = f"{nx['series']()} {int(rnd() * 90) + 10}"
             cast["brand"] = brand
-            nx.update({
-                "BRAND": repeat(brand).__next__, "MODEL": repeat(model).__next__,
-                "PROD": repeat(prod).__next__, "PRODs": repeat(prods).__next__,
-            })
+            nx.update(
+                {
+                    "BRAND": repeat(brand).__next__,
+                    "MODEL": repeat(model).__next__,
+                    "PROD": repeat(prod).__next__,
+                    "PRODs": repeat(prods).__next__,
+                }
+            )
         return cast, nx
 
     # -- whole documents -----------------------------------------------------
     def target_words(self, genre: str) -> int:
         x = self.rnd()
         if genre == "forum":
-            return 80 + int(380 * x ** 1.6)
-        return 80 + int(520 * x ** 1.7)
+            return 80 + int(380 * x**1.6)
+        return 80 + int(520 * x**1.7)
 
     def _prose(self, nx, templates, n_words, lo, hi, first=None):
         """Paragraphs of lo..hi sentences until about ``n_words`` words.
@@ -1128,8 +1298,7 @@ class Generator:
         n_feats = 2 + int(rnd() * 4)
         n_reviews = int(rnd() * 7)
         # about 5 words a feature line, 16 for the specs, 13 a review
-        intro = self._prose(nx, nx["t_product_body"],
-                            max(40, n - 5 * n_feats - 16 - 13 * n_reviews), 2, 4)
+        intro = self._prose(nx, nx["t_product_body"], max(40, n - 5 * n_feats - 16 - 13 * n_reviews), 2, 4)
         feats = ["Features:"]
         feature, pvp = nx["feature"], nx["pvp"]
         for _ in range(n_feats):
@@ -1151,7 +1320,7 @@ class Generator:
                 if tpl[5] in used:
                     tpl = review()
                 used.add(tpl[5])
-                reviews.append(f"\"{render(tpl, nx)}\" - {nx['reviewer']()}, {nx['city']()}")
+                reviews.append(f'"{render(tpl, nx)}" - {nx["reviewer"]()}, {nx["city"]()}')
             pars.append(["\n", reviews])
         return pars
 
@@ -1159,8 +1328,7 @@ class Generator:
         n = self.target_words("forum")
         rnd = self.rnd
         opener = nx["opener"]()
-        pars = self._prose(nx, nx["t_forum_question"], max(30, n // 3), 2, 4,
-                           first=nx["t_forum_first"])
+        pars = self._prose(nx, nx["t_forum_question"], max(30, n // 3), 2, 4, first=nx["t_forum_first"])
         words = self.prose_words + 8
         first = pars[0][1][0]
         if opener.endswith((",", "but")) and not first.startswith("I "):
@@ -1212,8 +1380,7 @@ class Generator:
         title = self.render(nx["title_" + genre](), nx)
         title = title[0].upper() + title[1:]
         day = self.base_day + timedelta(days=int(self.rnd() * 3650))
-        return {"genre": genre, "nx": nx, "title": title, "pars": pars, "day": day,
-                "site": self.site(genre)}
+        return {"genre": genre, "nx": nx, "title": title, "pars": pars, "day": day, "site": self.site(genre)}
 
     # -- variants ------------------------------------------------------------
     def _word_edits(self, pars, rate):
@@ -1228,7 +1395,7 @@ class Generator:
             j = int(self.rnd() * len(words))
             op = self.rnd()
             w = words[j]
-            core = w.strip(".,\"!?:;")
+            core = w.strip('.,"!?:;')
             if op < 0.45:
                 new = self.g.synonyms.get(core.lower())
                 if new is None:
@@ -1240,8 +1407,8 @@ class Generator:
             elif op < 0.75 or len(words) < 5:
                 words.insert(j, self.pick(self.g.fillers))
             else:
-                if w[-1:] in ".!?\"" and j > 0:
-                    words[j - 1] += w[len(core):] if core else ""
+                if w[-1:] in '.!?"' and j > 0:
+                    words[j - 1] += w[len(core) :] if core else ""
                 del words[j]
             par[i] = " ".join(words)
 
@@ -1276,7 +1443,7 @@ class Generator:
         if op < 0.25:  # punctuation: drop commas in one paragraph, curly quotes
             par = self.pick(pars)[1]
             for i, s in enumerate(par):
-                par[i] = s.replace(",", "").replace("\"", "\u201c", 1).replace("\"", "\u201d", 1)
+                par[i] = s.replace(",", "").replace('"', "\u201c", 1).replace('"', "\u201d", 1)
         elif op < 0.45:  # one shouted sentence
             par = self.pick(pars)[1]
             i = int(self.rnd() * len(par))
@@ -1433,8 +1600,9 @@ def _make_block(task):
     return b"\n".join(lines) + b"\n", b"\n".join(tlines) + b"\n"
 
 
-def generate(n_docs: int, seed: int, out, truth=None, dup_fraction: float = 0.2,
-             jobs: int = 1, block: int = BLOCK) -> int:
+def generate(
+    n_docs: int, seed: int, out, truth=None, dup_fraction: float = 0.2, jobs: int = 1, block: int = BLOCK
+) -> int:
     """Write ``n_docs`` JSONL records to the binary file ``out`` (and truth rows to ``truth``).
 
     ``jobs`` > 1 makes blocks in that many processes; the bytes are the same.
@@ -1480,11 +1648,18 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("-o", "--output", required=True, help="corpus JSONL path ('-' for stdout)")
     ap.add_argument("--truth", help="write ground truth JSONL here")
-    ap.add_argument("--dup-fraction", type=float, default=0.2,
-                    help="fraction of documents that are planted variants of another (default 0.2)")
-    ap.add_argument("--jobs", type=int, default=0,
-                    help="worker processes (default: one per CPU, at most 8); "
-                         "the output does not depend on it")
+    ap.add_argument(
+        "--dup-fraction",
+        type=float,
+        default=0.2,
+        help="fraction of documents that are planted variants of another (default 0.2)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="worker processes (default: one per CPU, at most 8); the output does not depend on it",
+    )
     ap.add_argument("--stats", action="store_true", help="print speed and vocabulary size to stderr")
     args = ap.parse_args(argv)
     if args.jobs <= 0:
@@ -1507,9 +1682,12 @@ def main(argv=None) -> int:
     if args.stats:
         dt, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
         size = "" if args.output == "-" else f", {os.path.getsize(args.output) / 1e6:,.1f} MB"
-        print(f"{n} documents in {dt:.2f} s wall ({n / dt:,.0f} docs/s) with {args.jobs} job(s); "
-              f"CPU {cpu:.2f} s in all processes ({n / cpu:,.0f} docs per CPU-second){size}; "
-              f"vocabulary {Grammar().vocabulary_size()} word forms", file=sys.stderr)
+        print(
+            f"{n} documents in {dt:.2f} s wall ({n / dt:,.0f} docs/s) with {args.jobs} job(s); "
+            f"CPU {cpu:.2f} s in all processes ({n / cpu:,.0f} docs per CPU-second){size}; "
+            f"vocabulary {Grammar().vocabulary_size()} word forms",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -66,8 +66,21 @@ def run(tree: Path, corpus: Path, name: str, options: list[str], out: Path, work
     runs = [argv]
     if name in ALL_FORMATS:
         for fmt in ("csv", "parquet"):
-            runs.append([sys.executable, "-m", "neardup", "dedup", str(corpus), "--quiet", "--workers",
-                         str(workers), *options, "-o", str(out / f"kept.{fmt}")])
+            runs.append(
+                [
+                    sys.executable,
+                    "-m",
+                    "neardup",
+                    "dedup",
+                    str(corpus),
+                    "--quiet",
+                    "--workers",
+                    str(workers),
+                    *options,
+                    "-o",
+                    str(out / f"kept.{fmt}"),
+                ]
+            )
     for cmd in runs:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -104,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 status = "same" if not bad else "DIFF"
                 differ += bool(bad)
                 detail = f"{len(old)} files identical" if not bad else "differ: " + ", ".join(bad)
-                print(f"{status:<5} {corpus.name:<40} {name:<28} {detail} ({time.perf_counter() - t0:.1f} s)",
-                      flush=True)
+                print(
+                    f"{status:<5} {corpus.name:<40} {name:<28} {detail} ({time.perf_counter() - t0:.1f} s)", flush=True
+                )
     print("all outputs identical" if not differ else f"{differ} configuration(s) differ or failed")
     return 1 if differ else 0
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.eval.metrics import best_threshold
 from neardup._kernels.measures import containment_sorted, jaccard_sorted
+from neardup.eval.metrics import best_threshold
 from neardup.methods.minhash.sketch import MinHasher
 from neardup.text.shingles import Shingling, shingle_batch
 
@@ -91,8 +91,8 @@ def scores(corpus: Corpus) -> dict[str, np.ndarray]:
     for sh in SHINGLINGS:
         h, off = shingle_batch(corpus.answers, sh)
         hs, offs = shingle_batch(srcs, sh)
-        sets_a = [h[off[i]: off[i + 1]] for i in range(len(srcs))]
-        sets_s = [hs[offs[i]: offs[i + 1]] for i in range(len(srcs))]
+        sets_a = [h[off[i] : off[i + 1]] for i in range(len(srcs))]
+        sets_s = [hs[offs[i] : offs[i + 1]] for i in range(len(srcs))]
         out[f"Jaccard, {label(sh)}"] = np.array([jaccard_sorted(a, s) for a, s in zip(sets_a, sets_s)])
         out[f"containment, {label(sh)}"] = np.array([containment_sorted(a, s) for a, s in zip(sets_a, sets_s)])
         mh = MinHasher(num_perm=NUM_PERM, seed=1, shingling=sh)
@@ -122,20 +122,29 @@ def evaluate(corpus: Corpus, values: np.ndarray) -> dict:
     any_reuse = best_threshold(values, cats != "non")
     return {
         "mean": {c: float(values[cats == c].mean()) for c in CATEGORIES},
-        "threshold": t, "precision": p, "recall": r, "f1": f1, "loto_f1": loto,
-        "any_reuse_threshold": any_reuse[0], "any_reuse_f1": any_reuse[3],
+        "threshold": t,
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+        "loto_f1": loto,
+        "any_reuse_threshold": any_reuse[0],
+        "any_reuse_f1": any_reuse[3],
     }
 
 
 def markdown(results: dict[str, dict]) -> str:
-    lines = ["| method | cut | light | heavy | non | best threshold | P | R | F1 | F1 leave-one-task-out "
-             "| F1 any reuse (threshold) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| method | cut | light | heavy | non | best threshold | P | R | F1 | F1 leave-one-task-out "
+        "| F1 any reuse (threshold) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in results.items():
         m = r["mean"]
-        lines.append(f"| {name} | {m['cut']:.3f} | {m['light']:.3f} | {m['heavy']:.3f} | {m['non']:.3f} "
-                     f"| {r['threshold']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | **{r['f1']:.3f}** "
-                     f"| {r['loto_f1']:.3f} | {r['any_reuse_f1']:.3f} ({r['any_reuse_threshold']:.3f}) |")
+        lines.append(
+            f"| {name} | {m['cut']:.3f} | {m['light']:.3f} | {m['heavy']:.3f} | {m['non']:.3f} "
+            f"| {r['threshold']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | **{r['f1']:.3f}** "
+            f"| {r['loto_f1']:.3f} | {r['any_reuse_f1']:.3f} ({r['any_reuse_threshold']:.3f}) |"
+        )
     return "\n".join(lines)
 
 
@@ -143,10 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"corpus folder [default: {DEFAULT_DATA}]")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers as JSON here")
-    parser.add_argument("--export", type=Path, default=None,
-                        help="also write DIR/corpus.jsonl (all 100 texts as UTF-8, id = file name) and "
-                             "DIR/gold.jsonl (id, cluster: each task's source with its cut and light answers; "
-                             "every other text alone) for `neardup dedup` and `neardup eval`")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        help="also write DIR/corpus.jsonl (all 100 texts as UTF-8, id = file name) and "
+        "DIR/gold.jsonl (id, cluster: each task's source with its cut and light answers; "
+        "every other text alone) for `neardup dedup` and `neardup eval`",
+    )
     args = parser.parse_args(argv)
     if not (args.data / "file_information.csv").is_file():
         print(f"no Clough-Stevenson corpus at {args.data} (expected file_information.csv and files/)", file=sys.stderr)
@@ -154,8 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     corpus = load(args.data)
     counts = {c: corpus.categories.count(c) for c in CATEGORIES}
     results = {name: evaluate(corpus, v) for name, v in scores(corpus).items()}
-    print(f"{len(corpus.answers)} answers ({', '.join(f'{n} {c}' for c, n in counts.items())}), "
-          f"{len(corpus.sources)} sources; reused = cut + light\n")
+    print(
+        f"{len(corpus.answers)} answers ({', '.join(f'{n} {c}' for c, n in counts.items())}), "
+        f"{len(corpus.sources)} sources; reused = cut + light\n"
+    )
     print(markdown(results))
     if args.json:
         args.json.write_text(json.dumps({"counts": counts, "results": results}, indent=2) + "\n")
@@ -168,8 +183,10 @@ def export(corpus: Corpus, folder: Path) -> None:
     """Write the corpus and its reuse clusters as JSONL for the command line."""
     folder.mkdir(parents=True, exist_ok=True)
     docs = [(f"orig_task{t}.txt", text, f"task{t}") for t, text in sorted(corpus.sources.items())]
-    docs += [(f, text, f"task{t}" if c in REUSED else f)
-             for f, t, c, text in zip(corpus.files, corpus.tasks, corpus.categories, corpus.answers)]
+    docs += [
+        (f, text, f"task{t}" if c in REUSED else f)
+        for f, t, c, text in zip(corpus.files, corpus.tasks, corpus.categories, corpus.answers)
+    ]
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
         for doc_id, text, _ in docs:
             out.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")

@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from neardup.core.measures import all_pairs_jaccard
 from neardup.io.read import read_documents
 from neardup.methods.minhash.candidates import Verifier, find_clusters
 from neardup.methods.minhash.config import MinHashConfig
 from neardup.methods.minhash.lsh import band_keys
 from neardup.methods.minhash.sketch import MinHasher
 from neardup.text.shingles import Shingling, shingle_batch
-from neardup.core.measures import all_pairs_jaccard
 
 REPO = Path(__file__).resolve().parent.parent
 NEAR = {"exact", "light", "medium"}
@@ -40,8 +40,21 @@ NEAR = {"exact", "light", "medium"}
 
 def generate(docs: int, seed: int, out: Path) -> tuple[list[str], list[str], list[dict]]:
     corpus, truth = out / "corpus.jsonl", out / "truth.jsonl"
-    subprocess.run([sys.executable, str(REPO / "examples" / "generate_corpus.py"), "--docs", str(docs),
-                    "--seed", str(seed), "-o", str(corpus), "--truth", str(truth)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "generate_corpus.py"),
+            "--docs",
+            str(docs),
+            "--seed",
+            str(seed),
+            "-o",
+            str(corpus),
+            "--truth",
+            str(truth),
+        ],
+        check=True,
+    )
     ids, texts = [], []
     for batch in read_documents([str(corpus)]):
         ids += batch.ids
@@ -66,8 +79,10 @@ def planted_pairs(ids, truth) -> tuple[dict[tuple[int, int], str], np.ndarray]:
 
 
 def ngram_table(texts, truth_pairs, group) -> list[str]:
-    lines = ["| shingles | exact | light | medium | heavy | unrelated pairs >= 0.3 (max) | best threshold | best F1 |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| shingles | exact | light | medium | heavy | unrelated pairs >= 0.3 (max) | best threshold | best F1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for kind, n in (("word", 1), ("word", 3), ("word", 5), ("word", 7), ("char", 5)):
         values, offsets = shingle_batch(texts, Shingling(kind, n))
         a, b, s = all_pairs_jaccard(values, offsets, 0.05)
@@ -87,8 +102,10 @@ def ngram_table(texts, truth_pairs, group) -> list[str]:
             if tp:
                 f1 = 2 * tp / (len(reported) + len(positives))
                 best = max(best, (f1, round(float(t), 2)))
-        lines.append(f"| {kind} {n}-grams | {means['exact']:.2f} | {means['light']:.2f} | {means['medium']:.2f} | "
-                     f"{means['heavy']:.2f} | {high} ({worst:.2f}) | {best[1]:.2f} | {best[0]:.3f} |")
+        lines.append(
+            f"| {kind} {n}-grams | {means['exact']:.2f} | {means['light']:.2f} | {means['medium']:.2f} | "
+            f"{means['heavy']:.2f} | {high} ({worst:.2f}) | {best[1]:.2f} | {best[0]:.3f} |"
+        )
     return lines
 
 
@@ -97,15 +114,18 @@ def k_table(ids, texts) -> list[str]:
     values, offsets = shingle_batch(texts, sh)
     a, b, s = all_pairs_jaccard(values, offsets, 0.3)
     exact = {(int(x), int(y)): float(v) for x, y, v in zip(a, b, s)}
-    lines = ["| K | t | (b, r) | recall J >= t | recall J >= t+0.05 | precision (exact J >= t) | candidates checked |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| K | t | (b, r) | recall J >= t | recall J >= t+0.05 | precision (exact J >= t) | candidates checked |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for k in (64, 128, 256):
         for t in (0.7, 0.8, 0.9):
             config = MinHashConfig(threshold=t, num_perm=k, shingling=sh)
             v, c = MinHasher(scheme=config.scheme).sign_texts_with_counts(texts)
             lsh = config.lsh
-            res = find_clusters(band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0),
-                                Verifier.signature(v, t), want_pairs=True)
+            res = find_clusters(
+                band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0), Verifier.signature(v, t), want_pairs=True
+            )
             stats = res.stats
             got = set(zip(res.pairs_a.tolist(), res.pairs_b.tolist()))
             at_t = [p for p, x in exact.items() if x >= t]
@@ -113,8 +133,10 @@ def k_table(ids, texts) -> list[str]:
             recall = sum(p in got for p in at_t) / max(len(at_t), 1)
             recall_hi = sum(p in got for p in above) / max(len(above), 1)
             precision = sum(exact.get(p, 0.0) >= t for p in got) / max(len(got), 1)
-            lines.append(f"| {k} | {t} | ({lsh.bands}, {lsh.rows}) | {recall:.3f} ({len(at_t)}) | "
-                         f"{recall_hi:.3f} ({len(above)}) | {precision:.3f} ({len(got)}) | {stats.checked} |")
+            lines.append(
+                f"| {k} | {t} | ({lsh.bands}, {lsh.rows}) | {recall:.3f} ({len(at_t)}) | "
+                f"{recall_hi:.3f} ({len(above)}) | {precision:.3f} ({len(got)}) | {stats.checked} |"
+            )
     return lines
 
 
@@ -126,8 +148,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ids, texts, truth = generate(args.docs, args.seed, Path(tmp))
     pairs, group = planted_pairs(ids, truth)
-    print(f"corpus: {len(texts)} documents (examples/generate_corpus.py --docs {args.docs} --seed {args.seed}), "
-          f"{len(pairs)} planted variant pairs\n")
+    print(
+        f"corpus: {len(texts)} documents (examples/generate_corpus.py --docs {args.docs} --seed {args.seed}), "
+        f"{len(pairs)} planted variant pairs\n"
+    )
     print("\n".join(ngram_table(texts, pairs, group)))
     print()
     print("\n".join(k_table(ids, texts)))

@@ -20,12 +20,12 @@ class Corpus:
     """Index of the document each one was copied from (itself for originals)."""
 
 
-def make_corpus(n: int = 400, seed: int = 7, copy_rate: float = 0.3, max_edits: int = 6,
-                vocab: int = 4000) -> Corpus:
+def make_corpus(n: int = 400, seed: int = 7, copy_rate: float = 0.3, max_edits: int = 6, vocab: int = 4000) -> Corpus:
     """Random-word documents; a fraction are copies of earlier ones with a few word substitutions."""
     rng = random.Random(seed)
-    words = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfglmnprst')}{i}"
-             for i in range(vocab)]
+    words = [
+        f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfglmnprst')}{i}" for i in range(vocab)
+    ]
     texts: list[str] = []
     source: list[int] = []
     for i in range(n):

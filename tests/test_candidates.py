@@ -18,14 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.methods.minhash.candidates import Verifier, find_clusters, in_buckets, similarity_to
-from neardup.core.components import components
-from neardup.methods.minhash.lsh import band_keys, params_for
 from neardup._kernels.measures import jaccard_sorted
 from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.core.components import components
+from neardup.methods.minhash.candidates import Verifier, find_clusters, in_buckets, similarity_to
+from neardup.methods.minhash.lsh import band_keys, params_for
 from neardup.methods.minhash.sketch import MinHasher
 from neardup.text.shingles import Shingling, shingle_batch
-
 
 # ---------------------------------------------------------------------------------------------
 # brute-force references
@@ -33,8 +32,9 @@ from neardup.text.shingles import Shingling, shingle_batch
 
 def share_band(values: np.ndarray, i: int, j: int, bands: int, rows: int) -> bool:
     """Signatures i and j agree on every slot of at least one band (the definition, not the keys)."""
-    return any(np.array_equal(values[i, b * rows:(b + 1) * rows], values[j, b * rows:(b + 1) * rows])
-               for b in range(bands))
+    return any(
+        np.array_equal(values[i, b * rows : (b + 1) * rows], values[j, b * rows : (b + 1) * rows]) for b in range(bands)
+    )
 
 
 def banded_pairs(values: np.ndarray, candidates, bands: int, rows: int) -> set[tuple[int, int]]:
@@ -44,7 +44,7 @@ def banded_pairs(values: np.ndarray, candidates, bands: int, rows: int) -> set[t
     for b in range(bands):
         groups: dict[bytes, list[int]] = {}
         for i in sorted(int(c) for c in candidates):
-            groups.setdefault(values[i, b * rows:(b + 1) * rows].tobytes(), []).append(i)
+            groups.setdefault(values[i, b * rows : (b + 1) * rows].tobytes(), []).append(i)
         for members in groups.values():
             out.update(combinations(members, 2))
     return out
@@ -66,15 +66,14 @@ def brute_exact_pairs(values, candidates, bands, rows, threshold, sets, offsets)
     """{(i, j): J} over candidate pairs that share a band and have exact Jaccard >= threshold."""
     out = {}
     for i, j in banded_pairs(values, candidates, bands, rows):
-        s = jaccard_sorted(sets[offsets[i]:offsets[i + 1]], sets[offsets[j]:offsets[j + 1]])
+        s = jaccard_sorted(sets[offsets[i] : offsets[i + 1]], sets[offsets[j] : offsets[j + 1]])
         if s >= threshold:
             out[(i, j)] = s
     return out
 
 
 def reported(result) -> dict:
-    return {(int(a), int(b)): float(s)
-            for a, b, s in zip(result.pairs_a, result.pairs_b, result.pairs_similarity)}
+    return {(int(a), int(b)): float(s) for a, b, s in zip(result.pairs_a, result.pairs_b, result.pairs_similarity)}
 
 
 def roots_of(n: int, pairs) -> list[int]:
@@ -141,9 +140,8 @@ def test_pairs_equal_brute_force_on_planted_signatures(threshold):
     empty = (values == EMPTY_VALUE).all(axis=1)
     candidates = np.flatnonzero(~empty)
     expected = brute_signature_pairs(values, candidates, params.bands, params.rows, threshold)
-    assert len(expected) > 20                                 # the data has real work in it
-    res = check_result(values, candidates, params.bands, params.rows,
-                       Verifier.signature(values, threshold), expected)
+    assert len(expected) > 20  # the data has real work in it
+    res = check_result(values, candidates, params.bands, params.rows, Verifier.signature(values, threshold), expected)
     for e in np.flatnonzero(empty):
         assert e not in res.pairs_a and e not in res.pairs_b
         assert res.root[e] == e
@@ -161,9 +159,13 @@ def test_empty_rows_would_match_if_not_left_out():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(2, 25),
-       st.sampled_from([(8, 1), (4, 2), (2, 4), (3, 2), (1, 8)]),
-       st.sampled_from([0.25, 0.5, 0.75, 1.0]), st.integers(2, 4))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(2, 25),
+    st.sampled_from([(8, 1), (4, 2), (2, 4), (3, 2), (1, 8)]),
+    st.sampled_from([0.25, 0.5, 0.75, 1.0]),
+    st.integers(2, 4),
+)
 def test_pairs_equal_brute_force_small_alphabet(seed, n, banding, threshold, alphabet):
     """With K = 8 and slot values from a tiny alphabet (big buckets, pairs in many bands),
     both modes still equal brute force; candidates are a random subset of the documents."""
@@ -186,7 +188,7 @@ def test_band_keys_equal_iff_band_slices_equal():
     keys = band_keys(values, bands, rows)
     for i, j in combinations(range(len(values)), 2):
         for b in range(bands):
-            same = np.array_equal(values[i, b * rows:(b + 1) * rows], values[j, b * rows:(b + 1) * rows])
+            same = np.array_equal(values[i, b * rows : (b + 1) * rows], values[j, b * rows : (b + 1) * rows])
             assert (keys[i, b] == keys[j, b]) == same
 
 
@@ -213,8 +215,7 @@ def test_in_buckets_brute_force(seed, n):
 def planted_corpus(seed: int, bases: int, copies: int, singles: int, empties: int):
     """Random-word documents, copies with k random word substitutions, unrelated docs, empties."""
     rng = np.random.default_rng(seed)
-    vocab = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(3, 9))))
-             for _ in range(5000)]
+    vocab = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(3, 9)))) for _ in range(5000)]
     docs = []
     for _ in range(bases):
         words = list(rng.choice(vocab, size=int(rng.integers(150, 250))))
@@ -244,7 +245,7 @@ def corpus():
     exact = {}
     for i, j in combinations(range(n), 2):
         if counts[i] and counts[j]:
-            s = jaccard_sorted(sets[offsets[i]:offsets[i + 1]], sets[offsets[j]:offsets[j + 1]])
+            s = jaccard_sorted(sets[offsets[i] : offsets[i + 1]], sets[offsets[j] : offsets[j + 1]])
             if s > 0:
                 exact[(i, j)] = s
     return dict(texts=texts, values=values, counts=counts, sets=sets, offsets=offsets, exact=exact)
@@ -260,7 +261,7 @@ def test_corpus_exact_verify_equals_brute_force(corpus):
     n = len(values)
     params = params_for(T, 128)
     candidates = np.flatnonzero(corpus["counts"] > 0)
-    assert len(candidates) < n                                   # there are empty documents
+    assert len(candidates) < n  # there are empty documents
     verifier = Verifier.exact(values, T, sets, offsets, np.arange(n, dtype=np.int64))
     expected = brute_exact_pairs(values, candidates, params.bands, params.rows, T, sets, offsets)
     res = check_result(values, candidates, params.bands, params.rows, verifier, expected)
@@ -279,8 +280,7 @@ def test_corpus_recall_with_exact_verify(corpus):
     params = params_for(T, 128)
     keys = band_keys(values, params.bands, params.rows)
     candidates = np.flatnonzero(corpus["counts"] > 0)
-    res = find_clusters(keys, candidates, Verifier.exact(values, T, sets, offsets, np.arange(n)),
-                        want_pairs=True)
+    res = find_clusters(keys, candidates, Verifier.exact(values, T, sets, offsets, np.arange(n)), want_pairs=True)
     got = reported(res)
     truly = {p for p, s in corpus["exact"].items() if s >= T + 0.05}
     assert len(truly) >= 100

@@ -6,19 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
-from neardup.methods.minhash import lsh
 from neardup._kernels.hashing import hash_str
 from neardup.cli.main import main as neardup_main
-from neardup.eval.compare import compare, shingle_strings
 from neardup.core.measures import jaccard
+from neardup.eval.compare import compare, shingle_strings
+from neardup.methods.minhash import lsh
 from neardup.text.shingles import Shingling, shingle
 
 from conftest import REPO, SHARED_DATA
-
 
 cli = neardup_main
 COMMANDS = [neardup_main.commands[name] for name in ("tune", "compare", "eval", "report")]
@@ -74,8 +72,15 @@ def test_tune_table_on_stderr_and_threshold_row_added():
     assert "0.85 <- t" in err and "best bandings" in err
 
 
-@pytest.mark.parametrize("args", [["--threshold", "1.0"], ["--bands", "200", "--rows", "1"],
-                                  ["--fp-weight", "0", "--fn-weight", "0"], ["--plot", "curve.gif"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--threshold", "1.0"],
+        ["--bands", "200", "--rows", "1"],
+        ["--fp-weight", "0", "--fn-weight", "0"],
+        ["--plot", "curve.gif"],
+    ],
+)
 def test_tune_usage_errors(args):
     res = run("tune", *args)
     assert res.exit_code == 2, res.output
@@ -110,8 +115,10 @@ TEXTS = [
 
 
 @pytest.mark.parametrize("text", TEXTS)
-@pytest.mark.parametrize("sh", [Shingling("word", 1), Shingling("word", 3), Shingling("char", 4),
-                                Shingling("char", 5, strip_punctuation=True)])
+@pytest.mark.parametrize(
+    "sh",
+    [Shingling("word", 1), Shingling("word", 3), Shingling("char", 4), Shingling("char", 5, strip_punctuation=True)],
+)
 def test_shingle_strings_hash_to_the_kernel_shingles(text, sh):
     """What compare shows is what the kernels compared: hash_str of each string = shingle()."""
     strings = shingle_strings(text, sh)
@@ -185,8 +192,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 @pytest.fixture()
 def labelled(tmp_path):
-    gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": i, "group": g} for i, g in
-                                                 zip("abcdef", [1, 1, 1, 2, 2, 3])])
+    gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": i, "group": g} for i, g in zip("abcdef", [1, 1, 1, 2, 2, 3])])
     pred = tmp_path / "pred.csv"
     pred.write_text("id,cluster,similarity\na,a,1\nb,a,0.9\nc,c,1\nd,c,0.8\ne,e,1\nf,f,1\n")
     pairs = tmp_path / "pairs.csv"
@@ -240,8 +246,20 @@ def test_eval_on_a_real_dedup_run(tmp_path):
     from neardup.cli.main import main
 
     news, truth = REPO / "examples" / "news.jsonl", REPO / "examples" / "news_truth.jsonl"
-    res = CliRunner().invoke(main, ["dedup", str(news), "-o", str(tmp_path / "k.jsonl"), "--clusters",
-                                    str(tmp_path / "c.parquet"), "--pairs", str(tmp_path / "p.csv"), "-q"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "dedup",
+            str(news),
+            "-o",
+            str(tmp_path / "k.jsonl"),
+            "--clusters",
+            str(tmp_path / "c.parquet"),
+            "--pairs",
+            str(tmp_path / "p.csv"),
+            "-q",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(run("eval", "--gold", truth, "--pred", tmp_path / "c.parquet", "--json").stdout)
     assert out["items"] == 360 and out["only_in_pred"] == 0 and out["only_in_gold"] == 0
@@ -272,7 +290,8 @@ def test_report_cli(tmp_path, labelled):
 @pytest.mark.skipif(not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason="shared corpus not present")
 def test_compare_on_clough_stevenson_cut_answer_is_contained_in_its_source():
     files = SHARED_DATA / "clough-stevenson" / "files"
-    res = run("compare", files / "g0pA_taskb.txt", files / "orig_taskb.txt", "--ngram", "3", "--json",
-              "--encoding", "latin-1")
+    res = run(
+        "compare", files / "g0pA_taskb.txt", files / "orig_taskb.txt", "--ngram", "3", "--json", "--encoding", "latin-1"
+    )
     out = json.loads(res.stdout)
     assert out["containment_a_in_b"] > 0.9 > out["jaccard"]  # a cut answer: inside its longer source

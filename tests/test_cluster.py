@@ -24,7 +24,7 @@ def bfs_components(n: int, edges: list[tuple[int, int]]) -> list[int]:
         adj[a].append(b)
         adj[b].append(a)
     label = [-1] * n
-    for start in range(n):               # increasing, so the first visitor is the minimum
+    for start in range(n):  # increasing, so the first visitor is the minimum
         if label[start] != -1:
             continue
         label[start] = start
@@ -86,9 +86,9 @@ def test_components_doc_example_and_chains():
     assert components(5, np.array([3, 1]), np.array([4, 3])).tolist() == [0, 1, 2, 1, 1]
     n = 1000
     a = np.arange(n - 1, 0, -1)
-    assert components(n, a, a - 1).tolist() == [0] * n          # a path: one component rooted at 0
+    assert components(n, a, a - 1).tolist() == [0] * n  # a path: one component rooted at 0
     assert components(4, np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == [0, 1, 2, 3]
-    assert components(3, np.array([2, 2]), np.array([2, 2])).tolist() == [0, 1, 2]   # self-loops
+    assert components(3, np.array([2, 2]), np.array([2, 2])).tolist() == [0, 1, 2]  # self-loops
 
 
 def test_components_accepts_lists():
@@ -105,7 +105,7 @@ def test_choose_kept_first_is_root():
     root = np.array([0, 0, 2, 0, 2, 5])
     assert choose_kept(root, "first").tolist() == [0, 0, 2, 0, 2, 5]
     kept = choose_kept(root)
-    assert kept is not root                                   # a copy, not the input
+    assert kept is not root  # a copy, not the input
 
 
 def test_choose_kept_longest_with_ties():

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from neardup.methods.minhash.config import MinHashConfig
-from neardup.io.read import read_documents
-from neardup.core.measures import all_pairs_jaccard
 from neardup.api import dedup
+from neardup.core.measures import all_pairs_jaccard
+from neardup.io.read import read_documents
+from neardup.methods.minhash.config import MinHashConfig
 from neardup.text.shingles import Shingling, shingle_batch
 
 from conftest import REPO
@@ -23,8 +23,21 @@ def generated(request, tmp_path_factory):
     """2,000 generated news/product/forum documents with planted variants, and every pair with
     exact word-5 Jaccard >= 0.5 (brute force)."""
     path = tmp_path_factory.mktemp("gen") / "corpus.jsonl"
-    subprocess.run([sys.executable, str(REPO / "examples" / "generate_corpus.py"), "--docs", "2000",
-                    "--seed", str(request.param), "-o", str(path), "--jobs", "1"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "generate_corpus.py"),
+            "--docs",
+            "2000",
+            "--seed",
+            str(request.param),
+            "-o",
+            str(path),
+            "--jobs",
+            "1",
+        ],
+        check=True,
+    )
     texts = [t for batch in read_documents([str(path)]) for t in batch.texts]
     values, offsets = shingle_batch(texts, Shingling("word", 5))
     a, b, s = all_pairs_jaccard(values, offsets, 0.5)

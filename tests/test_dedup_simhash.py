@@ -15,19 +15,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from neardup.api import dedup
 from neardup.core.components import components
 from neardup.methods.simhash.config import SimHashConfig
 from neardup.methods.simhash.search import brute_force_pairs
-from neardup.api import dedup
-from neardup.text.shingles import Shingling
 from neardup.methods.simhash.sketch import SimHasher, fit_idf
+from neardup.text.shingles import Shingling
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +36,24 @@ def generated(tmp_path_factory):
     """A generated corpus (with planted variants) plus a few empty and duplicate records."""
     d = tmp_path_factory.mktemp("simhash")
     path, truth = d / "corpus.jsonl", d / "truth.jsonl"
-    subprocess.run([sys.executable, str(ROOT / "examples" / "generate_corpus.py"), "--docs", "500", "--seed", "11",
-                    "-o", str(path), "--truth", str(truth), "--jobs", "1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "generate_corpus.py"),
+            "--docs",
+            "500",
+            "--seed",
+            "11",
+            "-o",
+            str(path),
+            "--truth",
+            str(truth),
+            "--jobs",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     edits = [json.loads(line)["edit"] for line in truth.read_text(encoding="utf-8").splitlines()]
     groups = [json.loads(line)["group"] for line in truth.read_text(encoding="utf-8").splitlines()]
@@ -58,9 +73,15 @@ def expected(texts, config: SimHashConfig, idf=None):
     return values, {(int(docs[i]), int(docs[j]), 1 - int(x) / config.bits) for i, j, x in zip(a, b, d)}, counts
 
 
-@pytest.mark.parametrize("config", [SimHashConfig(), SimHashConfig(max_distance=6, bits=128),
-                                    SimHashConfig(max_distance=5, shingling=Shingling("char", 5), seed=3)],
-                         ids=["default", "128-bit", "char5"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        SimHashConfig(),
+        SimHashConfig(max_distance=6, bits=128),
+        SimHashConfig(max_distance=5, shingling=Shingling("char", 5), seed=3),
+    ],
+    ids=["default", "128-bit", "char5"],
+)
 def test_pairs_and_clusters_equal_brute_force(generated, config):
     path, texts, edits, _ = generated
     values, want, counts = expected(texts, config)
@@ -123,9 +144,16 @@ def test_idf_weighting_reads_twice(generated, monkeypatch):
 
 def test_config_validation():
     SimHashConfig(max_distance=0, bits=128, blocks=1)
-    for kwargs, match in [({"max_distance": 64, "bits": 64}, "max_distance"), ({"max_distance": 128}, "max_distance"), ({"max_distance": -1}, "max_distance"),
-                          ({"bits": 32}, "bits"), ({"weighting": "bm25"}, "weighting"), ({"seed": -2}, "seed"),
-                          ({"blocks": 3}, "blocks"), ({"min_df": 0}, "min_df")]:
+    for kwargs, match in [
+        ({"max_distance": 64, "bits": 64}, "max_distance"),
+        ({"max_distance": 128}, "max_distance"),
+        ({"max_distance": -1}, "max_distance"),
+        ({"bits": 32}, "bits"),
+        ({"weighting": "bm25"}, "weighting"),
+        ({"seed": -2}, "seed"),
+        ({"blocks": 3}, "blocks"),
+        ({"min_df": 0}, "min_df"),
+    ]:
         with pytest.raises(ValueError, match=match):
             SimHashConfig(**kwargs)
     with pytest.raises(TypeError):

@@ -20,23 +20,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup.core.components import components
-from neardup.methods.spotsigs.config import SpotSigsConfig
-from neardup.core.documents import DocBatch
 from neardup._kernels.measures import jaccard_sorted
-from neardup.engine.local import LocalEngine
 from neardup.api import dedup
-from neardup.text.shingles import Shingling, shingle_batch
-from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
+from neardup.core.components import components
+from neardup.core.documents import DocBatch
+from neardup.engine.local import LocalEngine
+from neardup.methods.spotsigs.config import SpotSigsConfig
 from neardup.methods.spotsigs.pairs import all_pairs_bruteforce, weighted_jaccard_rows
+from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
 from neardup.methods.spotsigs.signatures import extract, idf_filter
+from neardup.text.shingles import Shingling, shingle_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _generator_module():
-    spec = importlib.util.spec_from_file_location("_neardup_generate_corpus",
-                                                  ROOT / "examples" / "generate_corpus.py")
+    spec = importlib.util.spec_from_file_location("_neardup_generate_corpus", ROOT / "examples" / "generate_corpus.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -46,8 +45,9 @@ GEN = _generator_module()
 
 
 def write_jsonl(path: Path, texts: list[str]) -> Path:
-    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)), encoding="utf-8"
+    )
     return path
 
 
@@ -125,8 +125,10 @@ def test_idf_band_reads_twice_and_filters_by_collection_df(news):
 
     def read():
         calls.append(1)
-        return (DocBatch(i, [f"d{k}" for k in range(i, min(i + 50, len(texts)))], texts[i:i + 50])
-                for i in range(0, len(texts), 50))
+        return (
+            DocBatch(i, [f"d{k}" for k in range(i, min(i + 50, len(texts)))], texts[i : i + 50])
+            for i in range(0, len(texts), 50)
+        )
 
     found = LocalEngine(workers=2).run(config.plan(), read, want_pairs=True)
     assert len(calls) == 2
@@ -173,15 +175,30 @@ def _site(rng: random.Random):
         return "".join(rng.choice(syl) for _ in range(rng.randint(2, 3))).capitalize()
 
     brand = f"{name()} {rng.choice(['Herald', 'Post', 'Daily', 'Times', 'Wire', 'News'])}"
-    sections = [name() for _ in range(14)] + ["World", "Business", "Sports", "Opinion", "Weather",
-                                              "Video", "Podcasts", "Login", "Subscribe", "Search"]
+    sections = [name() for _ in range(14)] + [
+        "World",
+        "Business",
+        "Sports",
+        "Opinion",
+        "Weather",
+        "Video",
+        "Podcasts",
+        "Login",
+        "Subscribe",
+        "Search",
+    ]
     rng.shuffle(sections)
-    ads = "\n".join(f"Sponsored: {name()} {name()} {rng.randint(10, 99)} - now {rng.randint(10, 60)}% off! "
-                    f"Free shipping on orders over ${rng.randint(20, 99)}. Shop deals" for _ in range(4))
+    ads = "\n".join(
+        f"Sponsored: {name()} {name()} {rng.randint(10, 99)} - now {rng.randint(10, 60)}% off! "
+        f"Free shipping on orders over ${rng.randint(20, 99)}. Shop deals"
+        for _ in range(4)
+    )
     trending = "Trending: " + " · ".join(f"{name()} {name()} {name()}" for _ in range(8))
-    footer = (f"© {rng.randint(2000, 2024)} {brand}. All rights reserved. Privacy Policy | Terms of Use | "
-              f"Cookie Settings | Contact Us | Careers | Advertise with us | Get the app | Newsletters | "
-              + " | ".join(name() for _ in range(10)))
+    footer = (
+        f"© {rng.randint(2000, 2024)} {brand}. All rights reserved. Privacy Policy | Terms of Use | "
+        f"Cookie Settings | Contact Us | Careers | Advertise with us | Get the app | Newsletters | "
+        + " | ".join(name() for _ in range(10))
+    )
     return f"{brand}\n{' | '.join(sections)}\n{ads}\n{trending}\n\n", f"\n\n{ads}\n{footer}"
 
 
@@ -207,13 +224,12 @@ def test_spotsigs_sees_through_boilerplate_that_5gram_jaccard_does_not(tmp_path)
     truth = {(i, j) for i, j in combinations(range(len(pages)), 2) if source[i] == source[j]}
     tau = 0.8
 
-    result = dedup([str(write_jsonl(tmp_path / "pages.jsonl", pages))], SpotSigsConfig(threshold=tau),
-                   want_pairs=True)
+    result = dedup([str(write_jsonl(tmp_path / "pages.jsonl", pages))], SpotSigsConfig(threshold=tau), want_pairs=True)
     assert pairs_of(result) == truth
     assert result.n_removed == 24
 
     values, offsets = shingle_batch(pages, Shingling("word", 5))
-    shingles = [values[offsets[i]:offsets[i + 1]] for i in range(len(pages))]
+    shingles = [values[offsets[i] : offsets[i + 1]] for i in range(len(pages))]
     five = {(i, j): jaccard_sorted(shingles[i], shingles[j]) for i, j in combinations(range(len(pages)), 2)}
-    assert max(five[p] for p in truth) < tau          # misses every true pair
+    assert max(five[p] for p in truth) < tau  # misses every true pair
     assert {p for p, s in five.items() if s >= tau} == set()

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.methods.minhash import lsh
 from neardup.core.errors import InputError
 from neardup.eval.metrics import (
     Clusters,
@@ -32,6 +31,7 @@ from neardup.eval.metrics import (
     threshold_sweep,
     tuning,
 )
+from neardup.methods.minhash import lsh
 from neardup.methods.minhash.estimate import acceptance_probability
 
 from conftest import REPO, SHARED_DATA
@@ -42,8 +42,11 @@ from conftest import REPO, SHARED_DATA
 
 def pairs_of(labels: dict) -> set[frozenset]:
     """Every unordered pair of items with the same (non-None) label."""
-    return {frozenset((x, y)) for x, y in itertools.combinations(sorted(labels), 2)
-            if labels[x] is not None and labels[x] == labels[y]}
+    return {
+        frozenset((x, y))
+        for x, y in itertools.combinations(sorted(labels), 2)
+        if labels[x] is not None and labels[x] == labels[y]
+    }
 
 
 def rand_index(a: list, b: list) -> float:
@@ -106,8 +109,9 @@ def test_pairwise_scores_match_brute_force_for_every_input_kind(seed):
         items = [tuple(sorted(p)) for p in s]
         return Pairs([a for a, _ in items], [b for _, b in items])
 
-    results = [evaluate(p, g) for p in (as_clusters(pred), as_pairs(p_pairs))
-               for g in (as_clusters(gold), as_pairs(g_pairs))]
+    results = [
+        evaluate(p, g) for p in (as_clusters(pred), as_pairs(p_pairs)) for g in (as_clusters(gold), as_pairs(g_pairs))
+    ]
     for s in results:
         assert (s.true_pairs, s.pred_pairs, s.gold_pairs) == (tp, len(p_pairs), len(g_pairs))
         assert (s.precision, s.recall, s.f1) == pytest.approx(want)
@@ -123,7 +127,7 @@ def test_pairwise_scores_match_brute_force_for_every_input_kind(seed):
 
 def macro_f1_brute(gold: dict, pred_pairs: set[frozenset]) -> float:
     f1s = []
-    for c in {v for v in gold.values()}:
+    for c in set(gold.values()):
         members = {x for x, v in gold.items() if v == c}
         if len(members) < 2:
             continue
@@ -190,8 +194,10 @@ def test_threshold_sweep_matches_evaluate_at_every_threshold(seed):
     assert list(sw.threshold) == sorted(set(sims.tolist()), reverse=True)
     for k, t in enumerate(sw.threshold):
         keep = sims >= t
-        s = evaluate(Pairs([a for (a, _), m in zip(cand, keep) if m], [b for (_, b), m in zip(cand, keep) if m]),
-                     Clusters(ids, list(gold.values())))
+        s = evaluate(
+            Pairs([a for (a, _), m in zip(cand, keep) if m], [b for (_, b), m in zip(cand, keep) if m]),
+            Clusters(ids, list(gold.values())),
+        )
         assert (sw.precision[k], sw.recall[k], sw.f1[k]) == pytest.approx((s.precision, s.recall, s.f1))
         assert sw.at(t) == pytest.approx((s.precision, s.recall, s.f1))
     assert sw.f1[sw.best] == max(sw.f1)
@@ -202,10 +208,12 @@ def test_best_threshold_brute_force():
     scores = [rng.random() for _ in range(40)]
     labels = [s + rng.gauss(0, 0.2) > 0.5 for s in scores]
     t, p, r, f1 = best_threshold(scores, labels)
-    best = max((2 * sum(l for s, l in zip(scores, labels) if s >= c) / (sum(s >= c for s in scores) + sum(labels)), -c)
-               for c in scores)
+    best = max(
+        (2 * sum(y for s, y in zip(scores, labels) if s >= c) / (sum(s >= c for s in scores) + sum(labels)), -c)
+        for c in scores
+    )
     assert f1 == pytest.approx(best[0]) and t == -best[1]
-    kept = [l for s, l in zip(scores, labels) if s >= t]
+    kept = [y for s, y in zip(scores, labels) if s >= t]
     assert p == pytest.approx(sum(kept) / len(kept)) and r == pytest.approx(sum(kept) / sum(labels))
 
 
@@ -224,8 +232,9 @@ def test_read_labels_formats(tmp_path):
     pairs = read_labels(tmp_path / "pairs.csv")
     assert isinstance(pairs, Pairs) and pairs.a.to_pylist() == ["1", "007"]  # ids stay strings
     assert pairs.similarity.tolist() == [0.9, 0.5]
-    pq.write_table(pa.table({"id": [1, 2, 3], "cluster": [7, 7, 8], "similarity": [1.0, 0.9, 1.0]}),
-                   tmp_path / "c.parquet")
+    pq.write_table(
+        pa.table({"id": [1, 2, 3], "cluster": [7, 7, 8], "similarity": [1.0, 0.9, 1.0]}), tmp_path / "c.parquet"
+    )
     cl = read_labels(tmp_path / "c.parquet")
     assert cl.ids.to_pylist() == ["1", "2", "3"] and cl.similarity.tolist() == [1.0, 0.9, 1.0]
     s = evaluate(pairs, gold)

@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels.hashing import hash_bytes, hash_str
-from neardup.methods.exact.config import ExactConfig
-from neardup.methods.imatch.config import IMatchConfig
-from neardup.methods.minhash.config import MinHashConfig
 from neardup.api import dedup
+from neardup.methods.exact.config import ExactConfig
+from neardup.methods.exact.groups import ExactPrepass, exact_duplicate_groups, group_equal, group_pairs
 from neardup.methods.exact.keys import EMPTY_KEY, exact_keys, hash128, hash128_str, prepass_keys
+from neardup.methods.imatch.config import IMatchConfig
 from neardup.methods.imatch.signatures import (
     DocumentFrequencies,
     df_bounds,
@@ -30,10 +30,10 @@ from neardup.methods.imatch.signatures import (
     match_similarity,
     term_sets,
 )
-from neardup.methods.exact.groups import ExactPrepass, exact_duplicate_groups, group_equal, group_pairs
+from neardup.methods.minhash.config import MinHashConfig
 from neardup.methods.minhash.sketch import MinHasher
-from neardup.text.shingles import Shingling
 from neardup.text.normalize import char_stream, normalize, tokenize
+from neardup.text.shingles import Shingling
 
 from conftest import make_corpus
 
@@ -65,7 +65,7 @@ def splitmix(state):
 def nd128_ref(data: bytes) -> tuple[int, int]:
     a, b = 0x27D4EB2F165667C5, 0x8EBC6AF09C88C6E3
     for i in range(0, len(data), 8):
-        w = int.from_bytes(data[i:i + 8].ljust(8, b"\0"), "little")
+        w = int.from_bytes(data[i : i + 8].ljust(8, b"\0"), "little")
         a = (rotl(a ^ ((w * 0x9E3779B185EBCA87) & M64), 31) * 0xC2B2AE3D27D4EB4F) & M64
         b = (rotl(b ^ ((w * 0xA0761D6478BD642F) & M64), 29) * 0xE7037ED1A0B428DB) & M64
     return fmix(a ^ len(data)), fmix(b ^ len(data))
@@ -244,7 +244,7 @@ def test_prepass_streaming_equals_batch():
     keys = exact_keys(texts)
     g = exact_duplicate_groups(keys)
     p = ExactPrepass()
-    masks = [p.admit(keys[i:i + 128]) for i in range(0, len(keys), 128)]
+    masks = [p.admit(keys[i : i + 128]) for i in range(0, len(keys), 128)]
     assert np.array_equal(np.concatenate(masks), g.sketch)
     assert np.array_equal(p.groups().rep, g.rep)
     assert g.n_duplicates == len(texts) - g.sketch.sum() > 0
@@ -281,8 +281,9 @@ def test_prepass_is_a_pure_optimisation_of_minhash(tmp_path, want_pairs, verify)
     src.write_bytes(b"".join(orjson.dumps({"text": t}) + b"\n" for t in texts))
     results = []
     for prepass in (True, False):
-        config = MinHashConfig(threshold=0.6, shingling=Shingling("word", 3), num_perm=64, verify=verify,
-                               exact_prepass=prepass)
+        config = MinHashConfig(
+            threshold=0.6, shingling=Shingling("word", 3), num_perm=64, verify=verify, exact_prepass=prepass
+        )
         results.append(dedup([str(src)], config, want_pairs=want_pairs, batch_size=100))
     on, off = results
     assert int(on.stats["exact duplicates (pre-pass)"].replace(",", "")) > 0
@@ -308,20 +309,25 @@ def test_expand_spanning_pairs_give_the_same_components(want_pairs):
     v, c = hasher.sign_texts_with_counts(sub)
     from neardup.methods.minhash.candidates import Verifier, find_clusters
     from neardup.methods.minhash.lsh import band_keys
+
     lsh = config.lsh
-    res = find_clusters(band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0), Verifier.signature(v, 0.6),
-                        want_pairs=True)
+    res = find_clusters(
+        band_keys(v, lsh.bands, lsh.rows), np.flatnonzero(c > 0), Verifier.signature(v, 0.6), want_pairs=True
+    )
     pa, pb, _ = g.expand_pairs(res.pairs_a, res.pairs_b, res.pairs_similarity, sub_empty=c == 0)
     sa, sb, _ = g.expand_pairs(res.pairs_a, res.pairs_b, res.pairs_similarity, sub_empty=c == 0, complete=False)
     assert len(sa) < len(pa)
     from neardup.core.components import components
+
     assert np.array_equal(components(len(texts), sa, sb), components(len(texts), pa, pb))
     assert np.array_equal(g.expand_root(res.root, sub_empty=c == 0), components(len(texts), pa, pb))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["a", "A", "ﬁ", "fi", " ", "\n", "b", "\u00ad", "!"]), max_size=8).map("".join),
-       st.lists(st.sampled_from(["a", "A", "ﬁ", "fi", " ", "\n", "b", "\u00ad", "!"]), max_size=8).map("".join))
+@given(
+    st.lists(st.sampled_from(["a", "A", "ﬁ", "fi", " ", "\n", "b", "\u00ad", "!"]), max_size=8).map("".join),
+    st.lists(st.sampled_from(["a", "A", "ﬁ", "fi", " ", "\n", "b", "\u00ad", "!"]), max_size=8).map("".join),
+)
 def test_equal_prepass_keys_imply_equal_exact_keys(x, y):
     """Property: grouping by prepass_keys never merges texts that exact_keys tells apart."""
     p = prepass_keys([x, y])
@@ -346,25 +352,27 @@ def signatures_of(texts, band, **kw):
     values, offsets = term_sets(texts)
     dfs = DocumentFrequencies()
     for s in range(0, len(texts), 37):  # batch by batch, as the job counts
-        v, o = term_sets(texts[s:s + 37])
+        v, o = term_sets(texts[s : s + 37])
         dfs.add(v, o)
     terms, df = dfs.finish()
     return imatch_signatures(values, offsets, terms, df, df_bounds(len(texts), band), **kw)
 
 
-@pytest.mark.parametrize("band, lexicons, fraction, min_terms", [
-    ((0.4, 0.75), 1, 1.0, 1),
-    ((0.2, 0.9), 3, 0.6, 1),
-    ((0.0, 1.0), 4, 0.5, 3),
-    ((0.5, 0.5), 2, 1.0, 1),
-])
+@pytest.mark.parametrize(
+    "band, lexicons, fraction, min_terms",
+    [
+        ((0.4, 0.75), 1, 1.0, 1),
+        ((0.2, 0.9), 3, 0.6, 1),
+        ((0.0, 1.0), 4, 0.5, 3),
+        ((0.5, 0.5), 2, 1.0, 1),
+    ],
+)
 def test_imatch_matches_reference(band, lexicons, fraction, min_terms):
     c = make_corpus(250, seed=3, copy_rate=0.4, max_edits=4, vocab=800)
     texts = c.texts + ["", "!!!", "Jack London, jack LONDON."]
     ref = imatch_ref(texts, band, lexicons, fraction, seed=7, min_terms=min_terms)
     sigs, has = signatures_of(texts, band, lexicons=lexicons, fraction=fraction, seed=7, min_terms=min_terms)
-    got = [[tuple(map(int, sigs[d, j])) if has[d, j] else None for j in range(lexicons)]
-           for d in range(len(texts))]
+    got = [[tuple(map(int, sigs[d, j])) if has[d, j] else None for j in range(lexicons)] for d in range(len(texts))]
     assert got == ref
     groupings = [first_index_roots([r[j] for r in ref]) for j in range(lexicons)]
     assert match_roots(sigs, has).tolist() == union_roots(len(texts), groupings)
@@ -375,7 +383,7 @@ def test_df_counting_compacts_correctly(monkeypatch):
     texts = make_corpus(300, seed=1, vocab=500).texts
     dfs = DocumentFrequencies()
     for s in range(0, 300, 10):
-        dfs.add(*term_sets(texts[s:s + 10]))
+        dfs.add(*term_sets(texts[s : s + 10]))
     terms, df = dfs.finish()
     expected = Counter(hash_str(t) for text in texts for t in set(tokenize(text)))
     assert dict(zip(terms.tolist(), df.tolist())) == expected
@@ -468,7 +476,8 @@ def test_exact_job_end_to_end(tmp_path):
     assert r1.empty == sum(s is None for s in norm)
     a, b, s = r1.pairs
     assert list(zip(a.tolist(), b.tolist())) == [
-        (i, j) for i in range(600) for j in range(i + 1, 600) if norm[i] is not None and norm[i] == norm[j]]
+        (i, j) for i in range(600) for j in range(i + 1, 600) if norm[i] is not None and norm[i] == norm[j]
+    ]
     assert np.all(s == 1.0) and np.all(r1.similarity == 1.0)
     assert r1.n_removed == 600 - len(set(norm) - {None}) - sum(s is None for s in norm)
     assert "duplicates" in r1.stats["exact groups"]
@@ -496,9 +505,19 @@ def test_imatch_job_end_to_end(tmp_path):
 
 
 def test_config_validation():
-    for bad in [dict(idf_band=(0.8, 0.2)), dict(idf_band=(-0.1, 0.5)), dict(idf_band=(0.1,)),
-                dict(idf_band="x"), dict(lexicons=0), dict(lexicons=1.5), dict(lexicon_fraction=0),
-                dict(lexicon_fraction=1.5), dict(min_terms=0), dict(seed=-1), dict(seed=2**64)]:
+    for bad in [
+        dict(idf_band=(0.8, 0.2)),
+        dict(idf_band=(-0.1, 0.5)),
+        dict(idf_band=(0.1,)),
+        dict(idf_band="x"),
+        dict(lexicons=0),
+        dict(lexicons=1.5),
+        dict(lexicon_fraction=0),
+        dict(lexicon_fraction=1.5),
+        dict(min_terms=0),
+        dict(seed=-1),
+        dict(seed=2**64),
+    ]:
         with pytest.raises(ValueError):
             IMatchConfig(**bad)
     assert IMatchConfig(idf_band=[0, 1]).idf_band == (0.0, 1.0)
@@ -525,7 +544,7 @@ def test_prepass_table_matches_a_dict_reference_with_colliding_slots():
     for size in [1, 7, 300, 4096, 2, 9000] * 10:
         if lo >= len(keys):
             break
-        got.append(p.admit(keys[lo:lo + size], valid[lo:lo + size]))
+        got.append(p.admit(keys[lo : lo + size], valid[lo : lo + size]))
         lo += size
     assert np.array_equal(p.groups().rep, np.array(want))
     assert np.array_equal(np.concatenate(got), np.array(want) == np.arange(len(keys)))

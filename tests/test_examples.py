@@ -25,8 +25,7 @@ TRUTH = EXAMPLES / "news_truth.jsonl"
 GENERATOR = EXAMPLES / "generate_corpus.py"
 
 # The command examples/README.md documents (run from the repository root).
-SHIPPED_ARGS = ["--docs", "360", "--seed", "2024", "-o", "examples/news.jsonl",
-                "--truth", "examples/news_truth.jsonl"]
+SHIPPED_ARGS = ["--docs", "360", "--seed", "2024", "-o", "examples/news.jsonl", "--truth", "examples/news_truth.jsonl"]
 
 FIELDS = ["id", "title", "text", "url", "published"]
 EDITS = {"exact", "light", "medium", "heavy", "original", "unique"}
@@ -42,7 +41,7 @@ def _shingles(text: str, n: int = 5) -> set[str]:
     words = WORD.findall(text.lower())
     if len(words) < n:
         return {" ".join(words)}
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def _jaccard(a: set, b: set) -> float:
@@ -76,8 +75,10 @@ def test_readme_documents_the_shipped_command():
 
 def test_shipped_files_regenerate_byte_identically(tmp_path):
     out, truth = tmp_path / "news.jsonl", tmp_path / "news_truth.jsonl"
-    args = [a.replace("examples/news_truth.jsonl", str(truth)).replace("examples/news.jsonl", str(out))
-            for a in SHIPPED_ARGS]
+    args = [
+        a.replace("examples/news_truth.jsonl", str(truth)).replace("examples/news.jsonl", str(out))
+        for a in SHIPPED_ARGS
+    ]
     subprocess.run([sys.executable, str(GENERATOR), *args], check=True, cwd=ROOT)
     assert out.read_bytes() == CORPUS.read_bytes()
     assert truth.read_bytes() == TRUTH.read_bytes()

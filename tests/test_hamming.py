@@ -22,6 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.sorting import radix_argsort_rows, radix_sort_bits, radix_sort_with
+from neardup.index.hamming import HammingIndex
 from neardup.methods.simhash.search import (
     MAX_TABLES,
     PROBE_COST,
@@ -33,9 +35,6 @@ from neardup.methods.simhash.search import (
     choose_blocks,
     unique_pairs,
 )
-from neardup.index.hamming import HammingIndex
-from neardup._kernels.sorting import radix_argsort_rows, radix_sort_bits
-from neardup._kernels.sorting import radix_sort_with
 from neardup.methods.simhash.sketch import SimHasher
 
 
@@ -120,8 +119,9 @@ def test_block_plan_structure():
         block_plan(64, 3, 65)
 
 
-@pytest.mark.parametrize("bits,k,n", [(64, 3, 2**20), (64, 3, 5000), (64, 8, 10**6), (128, 6, 10**5),
-                                      (64, 0, 10), (128, 12, 10**7)])
+@pytest.mark.parametrize(
+    "bits,k,n", [(64, 3, 2**20), (64, 3, 5000), (64, 8, 10**6), (128, 6, 10**5), (64, 0, 10), (128, 12, 10**7)]
+)
 def test_choose_blocks_minimises_the_documented_cost(bits, k, n):
     m = choose_blocks(bits, k, n)
     costs = {x: _plan_cost(bits, k, x, n, 64) for x in range(k + 1, bits + 1)}
@@ -149,8 +149,15 @@ def test_pigeonhole_some_table_agrees(x, k, seed, m):
 
 
 def brute_query(fps, alive_rows, q, k):
-    d = [(bin(int(fps[r]) ^ int(q)).count("1") if fps.ndim == 1 else
-          sum(bin(int(a) ^ int(b)).count("1") for a, b in zip(fps[r], q)), r) for r in alive_rows]
+    d = [
+        (
+            bin(int(fps[r]) ^ int(q)).count("1")
+            if fps.ndim == 1
+            else sum(bin(int(a) ^ int(b)).count("1") for a, b in zip(fps[r], q)),
+            r,
+        )
+        for r in alive_rows
+    ]
     return sorted((dd, r) for dd, r in d if dd <= k)
 
 
@@ -159,7 +166,7 @@ def test_index_add_query_remove_vs_brute_force(bits, k, blocks):
     fps = planted(1200, bits, seed=k + bits)
     index = HammingIndex(bits=bits, max_distance=k, blocks=blocks)
     for lo in range(0, 1200, 170):  # several runs, merged as they come
-        index.add(range(lo, min(lo + 170, 1200)), fps[lo:lo + 170])
+        index.add(range(lo, min(lo + 170, 1200)), fps[lo : lo + 170])
     assert len(index) == 1200 and 5 in index
     rng = np.random.default_rng(0)
     queries = rng.choice(1200, 60, replace=False)
@@ -175,8 +182,9 @@ def test_index_add_query_remove_vs_brute_force(bits, k, blocks):
         assert [(d, r) for r, d in small] == brute_query(fps, alive, fps[q], 1)
     pairs = index.pairs()
     ba, bb, bd = brute_force_pairs(fps[alive], k)
-    assert {(a, b, d) for a, b, d in pairs} == {(alive[i], alive[j], d) for i, j, d in
-                                                zip(ba.tolist(), bb.tolist(), bd.tolist())}
+    assert {(a, b, d) for a, b, d in pairs} == {
+        (alive[i], alive[j], d) for i, j, d in zip(ba.tolist(), bb.tolist(), bd.tolist())
+    }
 
 
 def test_index_compaction_and_plan_growth():
@@ -184,7 +192,7 @@ def test_index_compaction_and_plan_growth():
     index = HammingIndex(bits=64, max_distance=3)
     plans = set()
     for lo in range(0, 6000, 500):
-        index.add([f"k{i}" for i in range(lo, lo + 500)], fps[lo:lo + 500])
+        index.add([f"k{i}" for i in range(lo, lo + 500)], fps[lo : lo + 500])
         plans.add(index.plan.blocks)
     index.remove([f"k{i}" for i in range(3500)])  # more than half: compacts
     assert len(index) == 2500 and "k10" not in index
@@ -247,7 +255,7 @@ def test_bit_band_pairs_exact_definition_and_superset(bits, bands, rows):
         for i, ks in enumerate(bandkeys):
             buckets.setdefault(ks[t], []).append(i)
         for members in buckets.values():
-            want.update((x, y) for i, x in enumerate(members) for y in members[i + 1:])
+            want.update((x, y) for i, x in enumerate(members) for y in members[i + 1 :])
     assert as_set(a, b) == want and len(a) == len(want)
     if bands * rows == bits:
         k = bands - 1

@@ -47,7 +47,7 @@ def ref_hash_bytes(b: bytes) -> int:
     """nd64 v1: 8-byte little-endian words (last one zero-padded), rotl-multiply rounds, fmix64(h ^ len)."""
     h = REF_SEED
     for i in range(0, len(b), 8):
-        w = int.from_bytes(b[i:i + 8].ljust(8, b"\x00"), "little")
+        w = int.from_bytes(b[i : i + 8].ljust(8, b"\x00"), "little")
         h = (ref_rotl64(h ^ ((w * REF_P1) & MASK64), 31) * REF_P2) & MASK64
     return ref_fmix64(h ^ len(b))
 
@@ -64,10 +64,10 @@ GOLDEN_BYTES = [
     (b"a", 0xC53E0A87B0EFBAA7),
     (b"ab", 0xF29E64E8B64EF91B),
     (b"abcdefg", 0x1D94A00E769DED57),
-    (b"abcdefgh", 0x874FD48B2DFC2EF7),            # exactly one word
-    (b"abcdefghi", 0xB6998B7B8F04DC5C),           # one word + one padded byte
-    (b"abcdefghijklmnop", 0xACD5729BB51B1172),    # two words
-    (b"abcdefghijklmnopq", 0xA9F8B5467B3F65EC),   # two words + one padded byte
+    (b"abcdefgh", 0x874FD48B2DFC2EF7),  # exactly one word
+    (b"abcdefghi", 0xB6998B7B8F04DC5C),  # one word + one padded byte
+    (b"abcdefghijklmnop", 0xACD5729BB51B1172),  # two words
+    (b"abcdefghijklmnopq", 0xA9F8B5467B3F65EC),  # two words + one padded byte
     (b"\x00", 0x386CBEEF17A5935E),
     (b"\x00\x00", 0x384764221E5568E1),
 ]
@@ -127,7 +127,7 @@ def test_negative_int_is_twos_complement():
 
 def test_trailing_zero_bytes_are_told_apart():
     """Inputs differing only in trailing zero bytes (same padded words) hash differently (length in finaliser)."""
-    values = {hash_bytes(b"x" + b"\x00" * k) for k in range(0, 9)}
+    values = {hash_bytes(b"x" + b"\x00" * k) for k in range(9)}
     assert len(values) == 9
     assert hash_bytes(b"") != hash_bytes(b"\x00")
 
@@ -177,8 +177,13 @@ def test_stable_across_processes():
         "import json; from neardup._kernels.hashing import hash_bytes, hash_str, hash_int; "
         "print(json.dumps([hash_bytes(b'abcdefghi'), hash_str('Straße'), hash_int(-1), hash_str('')]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "12345"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
     assert json.loads(out.stdout) == [hash_bytes(b"abcdefghi"), hash_str("Straße"), hash_int(-1), hash_str("")]
 
 

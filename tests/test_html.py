@@ -17,27 +17,30 @@ from neardup.text.html import decode_html, html_to_text
 # golden outputs
 
 
-@pytest.mark.parametrize("html, text", [
-    ("<p>Hello <b>world</b></p>", "Hello world"),
-    ("<p>Hel<b>lo</b> wor<i>ld</i></p>", "Hello world"),
-    ("<div>Hello\n\n   world\t</div>", "Hello world"),
-    ("<h1>Title</h1><p>one</p><p>two</p>", "Title\none\ntwo"),
-    ("<p>a<br>b<br/>c</br>d</p>", "a\nb\nc\nd"),
-    ("<ul><li>a<li>b</ul><ol><li>c</li></ol>", "a\nb\nc"),
-    ("<table><tr><th>k</th><td>v</td></tr><tr><td>w</td></tr></table>", "k\nv\nw"),
-    ("<pre>line 1\n   line  2</pre>after", "line 1\nline 2\nafter"),
-    ("x<script>var s = '<p>no</p>';</script>y", "xy"),
-    ("x<style>p { color: red }</style><noscript>enable js</noscript>y", "xy"),
-    ("<template><p>no</p></template><svg><text>no</text></svg><p>yes</p>", "yes"),
-    ("<!DOCTYPE html><html><head><title>Page</title><meta charset=utf-8></head><body>ok</body></html>", "ok"),
-    ("a<!-- a comment <p>no</p> -->b<![CDATA[ no ]]>c<?php no ?>d", "abcd"),
-    ("&lt;p&gt; &amp;amp; &eacute;&#233;&#xE9; &copy &nbsp;x", "<p> &amp; ééé © x"),
-    ('<img alt="no" src="x.png"><a href="/y" title="no">link</a>', "link"),
-    ("<title>unclosed <body><p>text", "text"),
-    ("<p>x</p", "x"),
-    ("a < b and c > d", "a < b and c > d"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "html, text",
+    [
+        ("<p>Hello <b>world</b></p>", "Hello world"),
+        ("<p>Hel<b>lo</b> wor<i>ld</i></p>", "Hello world"),
+        ("<div>Hello\n\n   world\t</div>", "Hello world"),
+        ("<h1>Title</h1><p>one</p><p>two</p>", "Title\none\ntwo"),
+        ("<p>a<br>b<br/>c</br>d</p>", "a\nb\nc\nd"),
+        ("<ul><li>a<li>b</ul><ol><li>c</li></ol>", "a\nb\nc"),
+        ("<table><tr><th>k</th><td>v</td></tr><tr><td>w</td></tr></table>", "k\nv\nw"),
+        ("<pre>line 1\n   line  2</pre>after", "line 1\nline 2\nafter"),
+        ("x<script>var s = '<p>no</p>';</script>y", "xy"),
+        ("x<style>p { color: red }</style><noscript>enable js</noscript>y", "xy"),
+        ("<template><p>no</p></template><svg><text>no</text></svg><p>yes</p>", "yes"),
+        ("<!DOCTYPE html><html><head><title>Page</title><meta charset=utf-8></head><body>ok</body></html>", "ok"),
+        ("a<!-- a comment <p>no</p> -->b<![CDATA[ no ]]>c<?php no ?>d", "abcd"),
+        ("&lt;p&gt; &amp;amp; &eacute;&#233;&#xE9; &copy &nbsp;x", "<p> &amp; ééé © x"),
+        ('<img alt="no" src="x.png"><a href="/y" title="no">link</a>', "link"),
+        ("<title>unclosed <body><p>text", "text"),
+        ("<p>x</p", "x"),
+        ("a < b and c > d", "a < b and c > d"),
+        ("", ""),
+    ],
+)
 def test_golden(html, text):
     assert html_to_text(html) == text
 
@@ -57,6 +60,7 @@ ARTICLE = [
 def variant(rng: random.Random, k: int) -> str:
     """The article in one of many markups: tags, attributes, whitespace, comments, scripts,
     entities or literal characters, boilerplate-free."""
+
     def esc(s: str) -> str:
         s = s.replace("&", rng.choice(["&amp;", "&#38;", "&#x26;"]))
         s = s.replace("é", rng.choice(["é", "&eacute;", "&#233;", "&#xe9;"]))
@@ -73,22 +77,28 @@ def variant(rng: random.Random, k: int) -> str:
         return " ".join(words)
 
     title, *paras = ARTICLE
-    head = rng.choice(["", "<head><title>Site | Riverton</title><style>body{}</style>"
-                           "<script>var x = '<p>not text</p>';</script></head>"])
+    head = rng.choice(
+        [
+            "",
+            "<head><title>Site | Riverton</title><style>body{}</style>"
+            "<script>var x = '<p>not text</p>';</script></head>",
+        ]
+    )
     h = rng.choice(["h1", "h2", "div", "header"])
     body = [f"<{h} id='t{k}'>{esc(title)}</{h}>"]
     for p in paras:
         p = inline(esc(p)) if rng.random() < 0.7 else esc(p)
         if rng.random() < 0.3:
-            body.append(f"<!-- para {k} --><p class=\"c{k}\">{p}</p>\n")
+            body.append(f'<!-- para {k} --><p class="c{k}">{p}</p>\n')
         elif rng.random() < 0.5:
             body.append(f"<div>{p}</div>")
         else:
             body.append(f"{p}<br/>")
     if rng.random() < 0.5:
         body.append("<script type='text/javascript'>track('<div>')</script><noscript><img src=x></noscript>")
-    wrap = rng.choice(["<article>{}</article>", "<section><div>{}</div></section>", "{}",
-                       "<main role='main'>{}</main>"])
+    wrap = rng.choice(
+        ["<article>{}</article>", "<section><div>{}</div></section>", "{}", "<main role='main'>{}</main>"]
+    )
     doctype = rng.choice(["", "<!DOCTYPE html>\n", "<!doctype HTML>"])
     return f"{doctype}<HTML lang=en>{head}<Body>{wrap.format(''.join(body))}</BODY></html>"
 
@@ -120,7 +130,7 @@ BROKEN = [
     "<style>never closed",
     "<!-- never closed comment <p>x",
     "<![CDATA[ unclosed",
-    "<div class=\"unterminated attribute>text</div>",
+    '<div class="unterminated attribute>text</div>',
     "<<<<>>>> <> </> <!> <? <! -- >",
     "<table><td>cell<tr><td>cell2</table></table></table>",
     "<p>" * 5000 + "deep" + "</div>" * 10,
@@ -148,7 +158,7 @@ def test_truncated_documents_do_not_raise_and_lose_only_the_cut():
         # may end in a partial character reference: "caf&#x" stays text, as in a browser)
         assert set(out[:-1]) <= words, cut
         assert not out or "<" not in out[-1] or out[-1] in words, cut
-    assert html_to_text(page[:page.index("Tuesday") + 3]).endswith("Tue")
+    assert html_to_text(page[: page.index("Tuesday") + 3]).endswith("Tue")
 
 
 @settings(max_examples=300, deadline=None)
@@ -161,17 +171,49 @@ def test_binary_junk_does_not_raise(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["<p>", "</p>", "<div>", "</div>", "<a href=x>", "</a>", "<script>",
-                                 "</script>", "<!--", "-->", "<", ">", "&", "&amp;", "word", " ", "<br>",
-                                 "<li>", "<td>", "<pre>", "\n", "</", "<title>", "é"]), max_size=60))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<p>",
+                "</p>",
+                "<div>",
+                "</div>",
+                "<a href=x>",
+                "</a>",
+                "<script>",
+                "</script>",
+                "<!--",
+                "-->",
+                "<",
+                ">",
+                "&",
+                "&amp;",
+                "word",
+                " ",
+                "<br>",
+                "<li>",
+                "<td>",
+                "<pre>",
+                "\n",
+                "</",
+                "<title>",
+                "é",
+            ]
+        ),
+        max_size=60,
+    )
+)
 def test_tag_soup_does_not_raise(parts):
     out = html_to_text("".join(parts))
     assert isinstance(out, str) and "\n\n" not in out and out == out.strip()
 
 
 def test_scripts_styles_comments_never_leak():
-    html = ("<p>keep</p><script>SCRIPTWORD</script><style>STYLEWORD</style><!-- COMMENTWORD -->"
-            "<noscript>NOSCRIPTWORD</noscript><template>TEMPLATEWORD</template><p>also</p>")
+    html = (
+        "<p>keep</p><script>SCRIPTWORD</script><style>STYLEWORD</style><!-- COMMENTWORD -->"
+        "<noscript>NOSCRIPTWORD</noscript><template>TEMPLATEWORD</template><p>also</p>"
+    )
     assert html_to_text(html) == "keep\nalso"
     with pytest.raises(TypeError):
         html_to_text(b"<p>bytes</p>")
@@ -194,8 +236,7 @@ def boilerplate_page(article: str) -> str:
 
 
 def test_main_content_keeps_the_article_and_drops_boilerplate():
-    paras = "".join(f"<p>{' '.join(ARTICLE[1:])} Paragraph {i} with a <a href='/x'>link</a>.</p>"
-                    for i in range(4))
+    paras = "".join(f"<p>{' '.join(ARTICLE[1:])} Paragraph {i} with a <a href='/x'>link</a>.</p>" for i in range(4))
     page = boilerplate_page(paras)
     main = html_to_text(page, main_content=True)
     full = html_to_text(page)
@@ -203,8 +244,11 @@ def test_main_content_keeps_the_article_and_drops_boilerplate():
     for junk in ("Section 3", "Related story", "Copyright", "Subscribe", "The Daily Example"):
         assert junk in full and junk not in main
     # the same article in two different templates gives the same main text
-    other = ("<html><body><div class=menu>" + " | ".join(f"<a href=/{i}>Menu {i}</a>" for i in range(20))
-             + f"</div><main><h1>Headline here</h1>{paras}</main><div>Other footer text</div></body></html>")
+    other = (
+        "<html><body><div class=menu>"
+        + " | ".join(f"<a href=/{i}>Menu {i}</a>" for i in range(20))
+        + f"</div><main><h1>Headline here</h1>{paras}</main><div>Other footer text</div></body></html>"
+    )
     assert html_to_text(other, main_content=True) == main
 
 

@@ -19,11 +19,11 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.io import streams as nio
-from neardup.core.errors import InputError
 from neardup.core.documents import DocBatch
-from neardup.io.policy import ReadStats
+from neardup.core.errors import InputError
+from neardup.io import streams as nio
 from neardup.io.formats import input_format, output_format
+from neardup.io.policy import ReadStats
 from neardup.io.read import read_documents
 from neardup.io.write import write_kept, write_table
 
@@ -324,7 +324,7 @@ def test_blank_lines_empty_file_and_empty_text(tmp_path):
     assert stats.skipped == 0 and not stats.reasons
     for name in ["e.jsonl", "e.jsonl.gz", "e.csv", "e.jsonl.zst"]:
         (tmp_path / name).write_bytes(b"")
-        assert read_all([tmp_path / name]) [:2] == ([], [])
+        assert read_all([tmp_path / name])[:2] == ([], [])
     (tmp_path / "e2.jsonl.gz").write_bytes(gzip.compress(b""))
     assert read_all([tmp_path / "e2.jsonl.gz"])[0] == []
     c = write_csv(tmp_path / "h.csv", ["id", "text"], [])  # header only
@@ -677,7 +677,7 @@ def test_argument_checks(tmp_path):
 
 def test_write_table_jsonl_tricky_values(tmp_path):
     cols = {
-        "s": ['plain', 'quo"te', "back\\slash", "new\nline", "\x00ctl", "é ü 中", None, ""],
+        "s": ["plain", 'quo"te', "back\\slash", "new\nline", "\x00ctl", "é ü 中", None, ""],
         "f": [1.0, -0.0, float("nan"), float("inf"), 1e20, 5e-324, None, 0.1],
         "f32": np.array([0.1, 1, 2, 3, 4, 5, 6, 7], dtype=np.float32),
         "b": [True, False, None, True, True, False, False, True],
@@ -739,7 +739,8 @@ def test_html_files_in_a_directory(tmp_path):
     assert ids == [os.path.join(str(root), p) for p in ["a.txt", "b.html", "sub/c.HTM", "sub/d.htm"]]
     assert texts == ["<p>plain text, not converted</p>", "Head\ncafé au lait", "upper-case extension", "café"]
     assert stats.files == 4 and stats.bytes_read == sum(
-        os.path.getsize(root / p) for p in ["a.txt", "b.html", "sub/c.HTM", "sub/d.htm"])
+        os.path.getsize(root / p) for p in ["a.txt", "b.html", "sub/c.HTM", "sub/d.htm"]
+    )
     # html=True changes nothing for a directory: .html files are always converted, .txt never
     assert read_all([str(root)], html=True)[1] == texts
 
@@ -748,8 +749,10 @@ def test_html_directory_bad_encoding_and_main_content(tmp_path):
     root = tmp_path / "site"
     root.mkdir()
     (root / "a.html").write_bytes(b"<p>line one</p>\n<p>caf\xe9</p>")  # not UTF-8, no declaration
-    (root / "b.html").write_text("<nav><a href=/1>Home</a> <a href=/2>News</a> <a href=/3>Sport</a></nav>"
-                                 "<article><p>" + "The main story text goes here. " * 5 + "</p></article>")
+    (root / "b.html").write_text(
+        "<nav><a href=/1>Home</a> <a href=/2>News</a> <a href=/3>Sport</a></nav>"
+        "<article><p>" + "The main story text goes here. " * 5 + "</p></article>"
+    )
     with pytest.raises(InputError, match="invalid UTF-8") as e:
         read_all([str(root)])
     assert e.value.path == os.path.join(str(root), "a.html") and e.value.line == 2

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.core.errors import InputError
 from neardup.io import streams as nio
 from neardup.io.jsonl import scan_jsonl
 from neardup.io.policy import make_policy
-from neardup.core.errors import InputError
 
 
 def scan_both(path, **kw):
@@ -35,10 +35,12 @@ def scan_both(path, **kw):
     return results
 
 
-scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=False),
-                   st.text(max_size=8))
-values = st.recursive(scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                      max_leaves=6)
+scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=False), st.text(max_size=8)
+)
+values = st.recursive(
+    scalar, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=6
+)
 records = st.dictionaries(st.sampled_from(["text", "id", "key", "body", "te\\u0078t"]), values, max_size=4)
 
 
@@ -54,18 +56,42 @@ def render(rec, style):
 line_st = st.one_of(
     st.tuples(records, st.integers(0, 2)).map(lambda r: render(*r)),
     st.tuples(st.text(max_size=30), st.one_of(st.none(), st.text(max_size=6), st.integers())).map(
-        lambda t: json.dumps({"id": t[1], "text": t[0]}, ensure_ascii=False).encode("utf-8", "surrogatepass")),
-    st.sampled_from([b"", b"   ", b"\t\r", b"[1, 2]", b"42", b'"text"', b"{", b'{"text": "a"', b'{"text": "\xff"}',
-                     b'{"text": "\\ud800"}', b'{"text": 1e400}', b'{"id": 1e400, "text": "x"}',
-                     b'{"text": "a", "text": "b"}', b'{"id": -0, "text": "z"}', b'{"id": 1.5, "text": "f"}',
-                     b'{"id": true, "text": "t"}', b'{"text": "\xc3\xa9\\n\\"q\\u00e9\\ud83d\\ude00"}\r',
-                     b'{"t\\u0065xt": "escaped key"}', b'{"a": {"text": "nested"}, "text": "top"}']),
+        lambda t: json.dumps({"id": t[1], "text": t[0]}, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    ),
+    st.sampled_from(
+        [
+            b"",
+            b"   ",
+            b"\t\r",
+            b"[1, 2]",
+            b"42",
+            b'"text"',
+            b"{",
+            b'{"text": "a"',
+            b'{"text": "\xff"}',
+            b'{"text": "\\ud800"}',
+            b'{"text": 1e400}',
+            b'{"id": 1e400, "text": "x"}',
+            b'{"text": "a", "text": "b"}',
+            b'{"id": -0, "text": "z"}',
+            b'{"id": 1.5, "text": "f"}',
+            b'{"id": true, "text": "t"}',
+            b'{"text": "\xc3\xa9\\n\\"q\\u00e9\\ud83d\\ude00"}\r',
+            b'{"t\\u0065xt": "escaped key"}',
+            b'{"a": {"text": "nested"}, "text": "top"}',
+        ]
+    ),
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(line_st, max_size=25), st.booleans(), st.sampled_from([None, "key"]),
-       st.sampled_from(["text", "body"]), st.sampled_from(["skip", "fail"]))
+@given(
+    st.lists(line_st, max_size=25),
+    st.booleans(),
+    st.sampled_from([None, "key"]),
+    st.sampled_from(["text", "body"]),
+    st.sampled_from(["skip", "fail"]),
+)
 def test_kernel_path_equals_orjson_path(tmp_path_factory, lines, final_newline, id_field, text_field, on_error):
     path = tmp_path_factory.mktemp("fast") / "in.jsonl"
     path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))

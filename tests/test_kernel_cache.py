@@ -15,13 +15,13 @@ def test_cached_kernels_are_dropped_after_a_module_changes(tmp_path):
     kernels = [pkg / "__pycache__" / name for name in ("a.f-1.py311.nbi", "a.f-1.py311.1.nbc")]
     for k in kernels:
         k.write_bytes(b"cached")
-    assert drop_stale_kernels(pkg)            # no stamp yet: drop, then stamp
+    assert drop_stale_kernels(pkg)  # no stamp yet: drop, then stamp
     assert not any(k.exists() for k in kernels)
     for k in kernels:
         k.write_bytes(b"cached")
-    assert not drop_stale_kernels(pkg)        # nothing changed: keep
+    assert not drop_stale_kernels(pkg)  # nothing changed: keep
     assert all(k.exists() for k in kernels)
-    st = (pkg / "b.py").stat()                # another module changes
+    st = (pkg / "b.py").stat()  # another module changes
     (pkg / "b.py").write_text("y = 3\n")
     os.utime(pkg / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert drop_stale_kernels(pkg)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.io import streams as nio
-from neardup.io.write import write_kept
 from neardup.io.jsonl import copy_kept_lines
+from neardup.io.write import write_kept
 
 WS = b" \t\r\x0b\x0c"
 

@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.minhash import EMPTY_VALUE
 from neardup.core.errors import IncompatibleSketchError
+from neardup.index.lsh import LSHIndex
 from neardup.methods.minhash.lsh import (
     DEFAULT_FN_WEIGHT,
     DEFAULT_FP_WEIGHT,
@@ -27,8 +29,6 @@ from neardup.methods.minhash.lsh import (
     optimal_params,
     params_for,
 )
-from neardup.index.lsh import LSHIndex
-from neardup._kernels.minhash import EMPTY_VALUE
 from neardup.methods.minhash.scheme import MinHashScheme, Signatures
 
 MASK = (1 << 64) - 1
@@ -104,8 +104,17 @@ def _exact_antiderivative(x: Fraction, b: int, r: int) -> Fraction:
 
 @pytest.mark.parametrize(
     "t, b, r",
-    [(0.8, 20, 5), (0.5, 1, 1), (0.3, 128, 1), (0.9, 1, 128), (0.75, 17, 7), (0.6, 11, 11), (0.95, 3, 300),
-     (0.8, 32, 32), (0.5, 512, 2)],
+    [
+        (0.8, 20, 5),
+        (0.5, 1, 1),
+        (0.3, 128, 1),
+        (0.9, 1, 128),
+        (0.75, 17, 7),
+        (0.6, 11, 11),
+        (0.95, 3, 300),
+        (0.8, 32, 32),
+        (0.5, 512, 2),
+    ],
 )
 def test_areas_match_exact_integrals(t, b, r):
     tf = Fraction(t)
@@ -142,7 +151,7 @@ def _objective(t: float, b: int, r: int, fpw: float, fnw: float) -> float:
 def test_optimiser_beats_every_banding_by_brute_force(num_perm, t, weights):
     fpw, fnw = weights
     p = optimal_params(t, num_perm, fp_weight=fpw, fn_weight=fnw)
-    assert 1 <= p.bands and 1 <= p.rows and p.bands * p.rows <= num_perm
+    assert p.bands >= 1 and p.rows >= 1 and p.bands * p.rows <= num_perm
     best = _objective(t, p.bands, p.rows, fpw, fnw)
     for b in range(1, num_perm + 1):
         for r in range(1, num_perm // b + 1):
@@ -273,9 +282,7 @@ def _reference_band_key(band: list[int], j: int) -> int:
     return _fmix64(h ^ (4 * len(band)))
 
 
-GOLDEN_ROWS = np.array(
-    [list(range(1, 9)), [0xFFFFFFFF, 0, 0xDEADBEEF, 7, 1, 2, 3, 0x80000000]], dtype=np.uint32
-)
+GOLDEN_ROWS = np.array([list(range(1, 9)), [0xFFFFFFFF, 0, 0xDEADBEEF, 7, 1, 2, 3, 0x80000000]], dtype=np.uint32)
 
 
 def test_band_keys_golden_values():
@@ -477,7 +484,9 @@ def test_query_batch_equals_repeated_query_and_limit():
     # exact copies (many results) in between
     mixed = np.vstack([queries[:13], np.full((2, K), 0xFFFFFFFF, dtype=np.uint32), rows[:6], queries[13:20]])
     for n in (1, 7, 8, 9, 16, 17, len(mixed)):
-        assert index.query_batch(mixed[:n], min_similarity=0.0) == [index.query(q, min_similarity=0.0) for q in mixed[:n]]
+        assert index.query_batch(mixed[:n], min_similarity=0.0) == [
+            index.query(q, min_similarity=0.0) for q in mixed[:n]
+        ]
 
 
 def test_estimates_and_threshold_boundary():
@@ -528,7 +537,7 @@ def test_scheme_is_checked():
     assert adopt.scheme == scheme
     with pytest.raises(IncompatibleSketchError):
         adopt.add([5], Signatures(rows[5:6], other))
-    with pytest.raises(ValueError, match="disagrees with scheme.num_perm"):
+    with pytest.raises(ValueError, match=r"disagrees with scheme\.num_perm"):
         LSHIndex(0.6, 64, scheme=scheme)
 
 
@@ -593,8 +602,8 @@ def test_random_operation_sequences_match_the_model(data):
 # ---------------------------------------------------------------------------------------------
 # LSHIndex internals: the bucket directory of each run, the single-query fast paths
 
-from neardup.index.runs import BandTables
 from neardup._kernels.lsh import fill_directory  # noqa: E402
+from neardup.index.runs import BandTables  # noqa: E402
 
 
 def _directory_reference(keys: np.ndarray, bits: int) -> np.ndarray:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.core.measures import containment, jaccard, weighted_jaccard
 from neardup._kernels.measures import containment_sorted, intersection_size, jaccard_sorted
+from neardup.core.measures import containment, jaccard, weighted_jaccard
 
 # ---------------------------------------------------------------------------------------------
 # hand examples
@@ -41,7 +41,7 @@ def test_jaccard_and_containment_small_cases():
     assert jaccard({1, 2, 3, 4}, {3, 4, 5}) == 2 / 5
     assert containment({1, 2}, {1, 2, 3, 4}) == 1.0
     assert containment({1, 2, 3, 4}, {1, 2}) == 0.5
-    assert jaccard([1, 1, 2], (2, 2, 1)) == 1.0           # iterables are taken as sets
+    assert jaccard([1, 1, 2], (2, 2, 1)) == 1.0  # iterables are taken as sets
 
 
 # SpotSigs deduplication example (seed 003): signature frequencies of three documents
@@ -80,7 +80,7 @@ def test_weighted_jaccard_iterables_with_repeats():
     a = ["s1"] * 5 + ["s2"] * 4 + ["s3"] * 4
     b = ["s2"] * 5 + ["s3"] * 5
     assert weighted_jaccard(a, b) == pytest.approx(8 / 15)
-    assert weighted_jaccard(a, SPOT_D3) == pytest.approx(8 / 15)   # mixed forms
+    assert weighted_jaccard(a, SPOT_D3) == pytest.approx(8 / 15)  # mixed forms
     assert weighted_jaccard(["x", "y", "z"], ["x", "y"]) == pytest.approx(2 / 3)
 
 
@@ -157,7 +157,7 @@ def test_weighted_jaccard_properties(a, b):
     w = weighted_jaccard(a, b)
     assert w == pytest.approx(weighted_jaccard(b, a))
     assert 0.0 <= w <= 1.0
-    expand = lambda d: [k for k, c in d.items() for _ in range(c)]   # noqa: E731
+    expand = lambda d: [k for k, c in d.items() for _ in range(c)]
     assert w == pytest.approx(weighted_jaccard(expand(a), expand(b)))
     assert w == pytest.approx(weighted_jaccard(Counter(a), Counter(b)))
     keys = set(a) | set(b)
@@ -173,5 +173,5 @@ def test_weighted_jaccard_properties(a, b):
 @given(_sets, _sets)
 def test_weighted_jaccard_with_unit_weights_is_jaccard(a, b):
     """With every weight 1 the weighted form is plain Jaccard."""
-    assert weighted_jaccard({x: 1 for x in a}, {x: 1 for x in b}) == pytest.approx(jaccard(a, b))
+    assert weighted_jaccard(dict.fromkeys(a, 1), dict.fromkeys(b, 1)) == pytest.approx(jaccard(a, b))
     assert weighted_jaccard(list(a), list(b)) == pytest.approx(jaccard(a, b))

@@ -23,13 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels.hashing import MASK64, hash_int, hash_str
+from neardup._kernels.minhash import EMPTY_VALUE
 from neardup.core.errors import IncompatibleSketchError
 from neardup.core.measures import jaccard
 from neardup.methods.minhash import estimate as mh_mod
-from neardup._kernels.minhash import EMPTY_VALUE
-from neardup.methods.minhash.sketch import MinHasher, hash_items
-from neardup.methods.minhash.scheme import MinHashScheme, Signatures
 from neardup.methods.minhash.estimate import confidence_interval, estimate_from_rows
+from neardup.methods.minhash.scheme import MinHashScheme, Signatures
+from neardup.methods.minhash.sketch import MinHasher, hash_items
 from neardup.text.shingles import Shingling, shingle_batch
 
 GAMMA = 0x9E3779B97F4A7C15
@@ -51,8 +51,7 @@ def ref_permutations(seed: int, k: int) -> tuple[list[int], list[int]]:
 
 def ref_signature(hashes: list[int], a: list[int], b: list[int]) -> list[int]:
     """Brute force: slot k = min over x of ((a_k * x + b_k) mod 2**64) >> 32; empty -> 0xFFFFFFFF."""
-    return [min((((ak * x + bk) & MASK64) >> 32 for x in hashes), default=0xFFFFFFFF)
-            for ak, bk in zip(a, b)]
+    return [min((((ak * x + bk) & MASK64) >> 32 for x in hashes), default=0xFFFFFFFF) for ak, bk in zip(a, b)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,8 +127,11 @@ def test_permutations_pinned_values():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(-(2**63), 2**64 - 1), max_size=12), min_size=1, max_size=4),
-       st.integers(0, 2**64 - 1), st.integers(1, 20))
+@given(
+    st.lists(st.lists(st.integers(-(2**63), 2**64 - 1), max_size=12), min_size=1, max_size=4),
+    st.integers(0, 2**64 - 1),
+    st.integers(1, 20),
+)
 def test_slots_equal_brute_force_min(sets, seed, k):
     """Every slot of sign_sets equals min_x ((a_k x + b_k) mod 2**64) >> 32 over the hashed items."""
     sigs = MinHasher.for_sets(k, seed).sign_sets(sets)
@@ -150,7 +152,7 @@ def test_seed_two_hash_slot_example():
     d2 = {0, 2, 4}: intersection {0, 2}, union {0, 2, 3, 4}, so J = 2/4 = 0.5. We assert the
     true value; here the estimate happens to equal it.
     """
-    m = {0: (1, 1), 1: (0, 0), 2: (1, 1), 3: (1, 0), 4: (0, 1)}   # row -> (d1, d2)
+    m = {0: (1, 1), 1: (0, 0), 2: (1, 1), 3: (1, 0), 4: (0, 1)}  # row -> (d1, d2)
     hs = [lambda x: x % 5, lambda x: (2 * x + 1) % 5]
 
     def sketch(col: int) -> tuple[int, ...]:
@@ -163,7 +165,7 @@ def test_seed_two_hash_slot_example():
     d1 = {r for r in m if m[r][0]}
     d2 = {r for r in m if m[r][1]}
     assert (d1, d2) == ({0, 2, 3}, {0, 2, 4})
-    assert jaccard(d1, d2) == 0.5        # not 2/5 as the slide says
+    assert jaccard(d1, d2) == 0.5  # not 2/5 as the slide says
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,9 +184,12 @@ def test_sign_text_equals_sign_sets_of_shingle_strings():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.text(alphabet=st.sampled_from(list("abc de.\u00e9\u4e00\n")), max_size=40), min_size=1, max_size=5),
-       st.sampled_from([Shingling("word", 1), Shingling("word", 3), Shingling("char", 4),
-                        Shingling("char", 3, strip_punctuation=True)]))
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(list("abc de.\u00e9\u4e00\n")), max_size=40), min_size=1, max_size=5),
+    st.sampled_from(
+        [Shingling("word", 1), Shingling("word", 3), Shingling("char", 4), Shingling("char", 3, strip_punctuation=True)]
+    ),
+)
 def test_sign_equals_sign_hashed_of_shingles(texts, sh):
     """The fused text kernel equals signing the CSR shingle sets from shingle_batch."""
     mh = MinHasher(num_perm=32, seed=3, shingling=sh)
@@ -200,8 +205,9 @@ def test_sign_sets_numpy_and_list_agree():
     xs = [3, -7, 2**40, 0]
     a = mh.sign_sets([xs]).values
     assert np.array_equal(a, mh.sign_sets([np.array(xs, dtype=np.int64)]).values)
-    assert np.array_equal(mh.sign_sets([[1, 2**64 - 1]]).values,
-                          mh.sign_sets([np.array([1, 2**64 - 1], dtype=np.uint64)]).values)
+    assert np.array_equal(
+        mh.sign_sets([[1, 2**64 - 1]]).values, mh.sign_sets([np.array([1, 2**64 - 1], dtype=np.uint64)]).values
+    )
 
 
 def test_batch_split_invariance():
@@ -225,8 +231,13 @@ def test_deterministic_across_processes():
         "s = MinHasher.for_sets(16, 3).sign_sets([['a', 1, b'x']]).values; "
         "print(json.dumps([v.tolist(), s.tolist()]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "random"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "random"},
+    )
     here = MinHasher(num_perm=128, seed=1, shingling=Shingling("word", 5)).sign(GOLDEN_TEXTS).values
     sets = MinHasher.for_sets(16, 3).sign_sets([["a", 1, b"x"]]).values
     assert json.loads(out.stdout) == [here.tolist(), sets.tolist()]
@@ -328,8 +339,9 @@ def _exact_coverage(j: float, k: int, level: float, method: str) -> float:
 def test_wilson_coverage(matches_by_level, j):
     """Wilson 95% intervals cover the true J in [93%, 97%] of 2000 pairs at mid J, matching the
     exact binomial coverage within 4 standard errors."""
-    hits = [lo <= j <= hi for lo, hi in (confidence_interval(int(r), K_STAT, 0.95, "wilson")
-                                         for r in matches_by_level[j])]
+    hits = [
+        lo <= j <= hi for lo, hi in (confidence_interval(int(r), K_STAT, 0.95, "wilson") for r in matches_by_level[j])
+    ]
     cov = float(np.mean(hits))
     assert 0.93 <= cov <= 0.97
     exact = _exact_coverage(j, K_STAT, 0.95, "wilson")
@@ -339,8 +351,9 @@ def test_wilson_coverage(matches_by_level, j):
 
 def test_wald_coverage_near_nominal_at_half(matches_by_level):
     """Wald 95% intervals at J = 0.5 cover close to 95% (within [92%, 97%])."""
-    hits = [lo <= 0.5 <= hi for lo, hi in (confidence_interval(int(r), K_STAT, 0.95, "wald")
-                                           for r in matches_by_level[0.5])]
+    hits = [
+        lo <= 0.5 <= hi for lo, hi in (confidence_interval(int(r), K_STAT, 0.95, "wald") for r in matches_by_level[0.5])
+    ]
     assert 0.92 <= float(np.mean(hits)) <= 0.97
     assert 0.92 <= _exact_coverage(0.5, K_STAT, 0.95, "wald") <= 0.97
 
@@ -360,7 +373,7 @@ def test_confidence_interval_hand_computed():
     assert confidence_interval(90, 100, 0.95, "wald") == pytest.approx((0.841201, 0.958799), abs=1e-6)
     assert confidence_interval(90, 100, 0.95, "wilson") == pytest.approx((0.825634, 0.944771), abs=1e-6)
     assert confidence_interval(64, 128, 0.90, "wilson") == pytest.approx((0.428063, 0.571937), abs=1e-6)
-    assert confidence_interval(90, 100) == confidence_interval(90, 100, 0.95, "wilson")   # defaults
+    assert confidence_interval(90, 100) == confidence_interval(90, 100, 0.95, "wilson")  # defaults
 
 
 def test_confidence_interval_edges():
@@ -420,7 +433,7 @@ def test_broder_ninety_of_hundred_curve():
     assert broder_tail(0.8) < 0.006
     assert 1.5e-17 < broder_tail(0.5) < 1.6e-17
     assert broder_tail(0.96) > 0.997
-    assert broder_tail(0.9) == pytest.approx(0.58316, abs=1e-5)     # not > .988
+    assert broder_tail(0.9) == pytest.approx(0.58316, abs=1e-5)  # not > .988
     assert 0.988 < broder_tail(0.95) < 0.989
 
 
@@ -447,18 +460,21 @@ def test_acceptance_probability_edges():
 # schemes and empty sets
 
 
-@pytest.mark.parametrize("other", [
-    MinHashScheme(num_perm=128, seed=2),
-    MinHashScheme(num_perm=64, seed=1),
-    MinHashScheme(shingling=Shingling("word", 3)),
-    MinHashScheme(shingling=Shingling("char", 5)),
-    MinHashScheme(shingling=None),
-    MinHashScheme(format_version=2),
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        MinHashScheme(num_perm=128, seed=2),
+        MinHashScheme(num_perm=64, seed=1),
+        MinHashScheme(shingling=Shingling("word", 3)),
+        MinHashScheme(shingling=Shingling("char", 5)),
+        MinHashScheme(shingling=None),
+        MinHashScheme(format_version=2),
+    ],
+)
 def test_incompatible_schemes_raise(other):
     """Different seed, K, shingling or version: check_compatible and Signatures.jaccard raise."""
     base = MinHashScheme()
-    base.check_compatible(MinHashScheme())            # equal schemes are fine
+    base.check_compatible(MinHashScheme())  # equal schemes are fine
     with pytest.raises(IncompatibleSketchError):
         base.check_compatible(other)
     assert issubclass(IncompatibleSketchError, ValueError)
@@ -499,7 +515,7 @@ def test_empty_documents():
     assert (sigs.values[[0, 1, 3]] == EMPTY_VALUE).all()
     assert sigs.empty.tolist() == [True, True, False, True]
     assert sigs.jaccard(0, j=2) == 0.0
-    assert sigs.jaccard(0, j=3) == 0.0          # two empty documents are not near-duplicates
+    assert sigs.jaccard(0, j=3) == 0.0  # two empty documents are not near-duplicates
     assert sigs.jaccard(2, j=2) == 1.0
     sets = MinHasher.for_sets(64, 1).sign_sets([[], [1]])
     assert (sets.values[0] == EMPTY_VALUE).all() and not sets.empty[1]

@@ -22,14 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels.hashing import MASK64, hash_int, hash_ints, hash_str
-from neardup.methods.minhash.config import MinHashConfig
+from neardup._kernels.minhash import EMPTY_VALUE
+from neardup._kernels.oph import densify
 from neardup.core.errors import IncompatibleSketchError
 from neardup.index.lsh import LSHIndex
-from neardup._kernels.minhash import EMPTY_VALUE
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.methods.minhash.oph import OPH_FAMILY, oph_params, oph_sequence
 from neardup.methods.minhash.scheme import HASH_FAMILY, SKETCHES, MinHashScheme
 from neardup.methods.minhash.sketch import MinHasher
-from neardup.methods.minhash.oph import OPH_FAMILY, oph_params, oph_sequence
-from neardup._kernels.oph import densify
 from neardup.text.shingles import Shingling, shingle_batch
 
 GAMMA = 0x9E3779B97F4A7C15
@@ -153,12 +153,15 @@ def test_goldens_match_reference():
         assert ref_signature(hashes, 1, 128)[:8] == expected
     hashes, offsets = shingle_batch(GOLDEN_TEXTS, Shingling("word", 5))
     for i, expected in enumerate(GOLDEN_TEXT_SIGS):
-        assert ref_signature(hashes[offsets[i]:offsets[i + 1]].tolist(), 1, 128)[:8] == expected
+        assert ref_signature(hashes[offsets[i] : offsets[i + 1]].tolist(), 1, 128)[:8] == expected
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(-(2**63), 2**64 - 1), max_size=40), min_size=1, max_size=4),
-       st.integers(0, 2**64 - 1), st.sampled_from([1, 2, 3, 7, 16, 50, 64, 128]))
+@given(
+    st.lists(st.lists(st.integers(-(2**63), 2**64 - 1), max_size=40), min_size=1, max_size=4),
+    st.integers(0, 2**64 - 1),
+    st.sampled_from([1, 2, 3, 7, 16, 50, 64, 128]),
+)
 def test_slots_equal_reference(sets, seed, k):
     """Every slot equals the reference, for any K (powers of two or not) and seed."""
     sigs = MinHasher.for_sets(k, seed, sketch="oph").sign_sets(sets)
@@ -169,8 +172,11 @@ def test_slots_equal_reference(sets, seed, k):
 def test_large_set_against_reference():
     """A set with more elements than bins: few empty bins, values are true per-bin minima."""
     hashes = hash_ints(np.arange(3000, dtype=np.int64)).tolist()
-    row = MinHasher.for_sets(256, 5, sketch="oph").sign_hashed(np.array(hashes, dtype=np.uint64),
-                                                               np.array([0, 3000])).values[0]
+    row = (
+        MinHasher.for_sets(256, 5, sketch="oph")
+        .sign_hashed(np.array(hashes, dtype=np.uint64), np.array([0, 3000]))
+        .values[0]
+    )
     assert row.tolist() == ref_signature(hashes, 5, 256)
 
 
@@ -229,9 +235,12 @@ def test_empty_set_and_empty_documents():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.text(alphabet=st.sampled_from(list("abc de.\u00e9\u4e00\n")), max_size=40), min_size=1, max_size=5),
-       st.sampled_from([Shingling("word", 1), Shingling("word", 3), Shingling("char", 4),
-                        Shingling("char", 3, strip_punctuation=True)]))
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(list("abc de.\u00e9\u4e00\n")), max_size=40), min_size=1, max_size=5),
+    st.sampled_from(
+        [Shingling("word", 1), Shingling("word", 3), Shingling("char", 4), Shingling("char", 3, strip_punctuation=True)]
+    ),
+)
 def test_text_kernel_equals_sets_path(texts, sh):
     """The fused OPH text kernel equals OPH over the CSR shingle hashes of the same texts."""
     mh = oph(num_perm=32, seed=3, shingling=sh)
@@ -270,7 +279,7 @@ def _pair(union: int, j: float, rng) -> tuple[np.ndarray, np.ndarray, float]:
     inter = round(j * union)
     a_only = (union - inter) // 2
     x = hash_ints(rng.choice(2**40, size=union, replace=False).astype(np.int64))
-    return np.concatenate([x[:inter + a_only]]), np.concatenate([x[:inter], x[inter + a_only:]]), inter / union
+    return np.concatenate([x[: inter + a_only]]), np.concatenate([x[:inter], x[inter + a_only :]]), inter / union
 
 
 def _estimates(a: np.ndarray, b: np.ndarray, sketch: str) -> np.ndarray:
@@ -373,8 +382,8 @@ def test_dedup_job_with_oph_finds_the_copies(corpus):
     import tempfile
     from pathlib import Path
 
-    from neardup.core.measures import jaccard
     from neardup.api import dedup
+    from neardup.core.measures import jaccard
 
     path = Path(tempfile.mkdtemp()) / "c.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(corpus.ids, corpus.texts)))
@@ -382,7 +391,7 @@ def test_dedup_job_with_oph_finds_the_copies(corpus):
     assert "one-permutation" in result.stats["LSH"]
     removed = set(np.flatnonzero(~result.keep_mask).tolist())
     hashes, offsets = shingle_batch(corpus.texts, Shingling("word", 5))
-    sets = [set(hashes[offsets[i]:offsets[i + 1]].tolist()) for i in range(len(corpus.texts))]
+    sets = [set(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(corpus.texts))]
     clear = {i for i, src in enumerate(corpus.source) if src != i and jaccard(sets[i], sets[src]) >= 0.9}
     assert clear and clear <= removed
     for i in removed:

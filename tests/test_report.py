@@ -31,8 +31,11 @@ def check_ranges(text: str, ranges: list[tuple[int, int]]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(WORDS), max_size=30), st.lists(st.sampled_from(WORDS), max_size=30),
-       st.sampled_from([" ", "  ", "\n"]))
+@given(
+    st.lists(st.sampled_from(WORDS), max_size=30),
+    st.lists(st.sampled_from(WORDS), max_size=30),
+    st.sampled_from([" ", "  ", "\n"]),
+)
 def test_word_diff_marks_exactly_what_a_common_subsequence_leaves(wa, wb, sep):
     a, b = sep.join(wa), " ".join(wb)
     da, db = word_diff(a, b)
@@ -61,7 +64,7 @@ def test_utf16_offsets_slice_the_same_text_in_javascript():
     ranges = [(m.start(), m.end()) for m in re.finditer(r"\w+", text)]
     flat = _utf16(text, ranges)
     units = text.encode("utf-16-le")
-    got = [units[2 * s: 2 * e].decode("utf-16-le") for s, e in zip(flat[::2], flat[1::2])]
+    got = [units[2 * s : 2 * e].decode("utf-16-le") for s, e in zip(flat[::2], flat[1::2])]
     assert got == [text[s:e] for s, e in ranges]
     assert _utf16("plain", [(0, 5)]) == [0, 5]
 
@@ -99,8 +102,9 @@ def run_files(tmp_path) -> tuple[Path, Path, Path]:
     inp = tmp_path / "docs.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in docs))
     clusters = tmp_path / "clusters.csv"
-    clusters.write_text("id,cluster,similarity\nk1,k1,1\nm1,k1,0.9\nm2,k1,0.8\nk2,k2,1\nm3,k2,0.85\n"
-                        "solo,solo,1\nemoji,k1,0.95\n")
+    clusters.write_text(
+        "id,cluster,similarity\nk1,k1,1\nm1,k1,0.9\nm2,k1,0.8\nk2,k2,1\nm3,k2,0.85\nsolo,solo,1\nemoji,k1,0.95\n"
+    )
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("id_a,id_b,similarity\nk1,m1,0.9\nk1,m2,0.8\nk2,m3,0.85\nk1,emoji,0.95\n")
     return inp, clusters, pairs
@@ -121,7 +125,7 @@ def test_page_embeds_clusters_by_size_with_diffs(tmp_path, run_files):
 
     def marked(text, flat):
         units = text.encode("utf-16-le")
-        return [units[2 * s: 2 * e].decode("utf-16-le") for s, e in zip(flat[::2], flat[1::2])]
+        return [units[2 * s : 2 * e].decode("utf-16-le") for s, e in zip(flat[::2], flat[1::2])]
 
     m2, m1, emoji = first["members"]
     assert marked(kept_text, m2["k"]) == ["river", "sunny"] and marked(docs[m2["d"]][1], m2["m"]) == ["canal", "rainy"]
@@ -149,8 +153,9 @@ def test_page_is_self_contained_and_script_safe(tmp_path, run_files):
 
 def test_caps_on_clusters_members_and_text(tmp_path, run_files):
     inp, clusters, _ = run_files
-    stats = build_report([str(inp)], str(clusters), str(tmp_path / "r.html"), max_clusters=1, max_members=2,
-                         max_chars=20)
+    stats = build_report(
+        [str(inp)], str(clusters), str(tmp_path / "r.html"), max_clusters=1, max_members=2, max_chars=20
+    )
     page = (tmp_path / "r.html").read_text()
     data = embedded(page)
     assert stats.shown_clusters == 1 and len(data["clusters"]) == 1

@@ -20,21 +20,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.charclass import CHAR_CLASS, OTHER, SPACE, WORD
 from neardup._kernels.hashing import hash_bytes, hash_spans, hash_str
-from neardup.core.measures import jaccard
 from neardup._kernels.shingles import (
     _CHAR_LUT,
+    _WORD_LUT,
     HASH_BLOCK,
     LOCKSTEP_WORDS,
-    _WORD_LUT,
     _hash_fixed,
     _hash_starts,
     lower_ascii,
     shingle_texts_kernel,
 )
-from neardup.text.shingles import Shingling, kind_code, encode_for_sketch, encode_texts, shingle, shingle_batch
-from neardup._kernels.charclass import CHAR_CLASS, OTHER, SPACE, WORD
+from neardup.core.measures import jaccard
 from neardup.text.normalize import char_stream, tokenize
+from neardup.text.shingles import Shingling, encode_for_sketch, encode_texts, kind_code, shingle, shingle_batch
 
 # ---------------------------------------------------------------------------------------------
 # reference
@@ -46,14 +46,13 @@ def ref_grams(text: str, sh: Shingling) -> list[str]:
         units = tokenize(text, nfkc=sh.nfkc, casefold=sh.casefold)
         sep = " "
     else:
-        units = list(char_stream(text, strip_punctuation=sh.strip_punctuation, nfkc=sh.nfkc,
-                                 casefold=sh.casefold))
+        units = list(char_stream(text, strip_punctuation=sh.strip_punctuation, nfkc=sh.nfkc, casefold=sh.casefold))
         sep = ""
     if not units:
         return []
     if len(units) < sh.n:
         return [sep.join(units)]
-    return [sep.join(units[i:i + sh.n]) for i in range(len(units) - sh.n + 1)]
+    return [sep.join(units[i : i + sh.n]) for i in range(len(units) - sh.n + 1)]
 
 
 def ref_shingle(text: str, sh: Shingling, unique: bool = True) -> list[int]:
@@ -94,8 +93,14 @@ def test_seed_hobbit_five_grams():
     """Seed 000: 'In a hole in the ground there lived a hobbit' has exactly 6 word 5-grams."""
     got = shingle(HOBBIT, Shingling("word", 5))
     assert len(got) == 6
-    expected = {"in a hole in the", "a hole in the ground", "hole in the ground there",
-                "in the ground there lived", "the ground there lived a", "ground there lived a hobbit"}
+    expected = {
+        "in a hole in the",
+        "a hole in the ground",
+        "hole in the ground there",
+        "in the ground there lived",
+        "the ground there lived a",
+        "ground there lived a hobbit",
+    }
     assert set(got.tolist()) == {hash_str(s) for s in expected}
 
 
@@ -124,8 +129,12 @@ def test_modifying_one_middle_word_changes_at_most_n(n):
 # kernel == reference
 
 _alphabet = st.one_of(
-    st.sampled_from(list("abc xyzAB  \t\n.,;!-'_0123\u00e9\u00df\ufb01\u00a0\u00ad\u200b\u0301"
-                         "\u0436\u03a3\u0915\u093f\u4e00\u4eac\u3042\u30a2\u0627\U0001F600\x00")),
+    st.sampled_from(
+        list(
+            "abc xyzAB  \t\n.,;!-'_0123\u00e9\u00df\ufb01\u00a0\u00ad\u200b\u0301"
+            "\u0436\u03a3\u0915\u093f\u4e00\u4eac\u3042\u30a2\u0627\U0001f600\x00"
+        )
+    ),
     st.characters(),
 )
 _texts = st.text(alphabet=_alphabet, max_size=60)
@@ -148,24 +157,25 @@ def test_char_kernel_equals_reference(text, n, strip, unique):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(_texts, max_size=6), st.sampled_from([Shingling("word", 3), Shingling("char", 4),
-                                                      Shingling("char", 2, strip_punctuation=True)]),
-       st.booleans())
+@given(
+    st.lists(_texts, max_size=6),
+    st.sampled_from([Shingling("word", 3), Shingling("char", 4), Shingling("char", 2, strip_punctuation=True)]),
+    st.booleans(),
+)
 def test_batch_equals_one_by_one(texts, sh, unique):
     """shingle_batch's CSR rows equal each text shingled alone (no state leaks between documents)."""
     values, offsets = shingle_batch(texts, sh, unique=unique)
     assert offsets.tolist()[0] == 0 and len(offsets) == len(texts) + 1
     assert np.all(np.diff(offsets) >= 0) and offsets[-1] == len(values)
     for i, t in enumerate(texts):
-        assert values[offsets[i]:offsets[i + 1]].tolist() == ref_shingle(t, sh, unique)
+        assert values[offsets[i] : offsets[i + 1]].tolist() == ref_shingle(t, sh, unique)
 
 
 @pytest.mark.parametrize("nfkc, casefold", [(False, False), (False, True), (True, False)])
 def test_normalization_switches_reach_the_kernel(nfkc, casefold):
     """With NFKC or case folding off, the kernel still equals the reference with the same switches."""
     text = "\ufb01sh Ｆｕｌｌ STRA\u00dfE e\u0301t\u00e9 Caf\u00e9 \u4eac\u90fd"
-    for sh in (Shingling("word", 2, nfkc=nfkc, casefold=casefold),
-               Shingling("char", 3, nfkc=nfkc, casefold=casefold)):
+    for sh in (Shingling("word", 2, nfkc=nfkc, casefold=casefold), Shingling("char", 3, nfkc=nfkc, casefold=casefold)):
         assert shingle(text, sh).tolist() == ref_shingle(text, sh)
 
 
@@ -187,13 +197,16 @@ def test_multiset_keeps_repeats_in_order():
 # edge cases
 
 
-@pytest.mark.parametrize("text, sh, gram", [
-    ("hello world", Shingling("word", 5), "hello world"),
-    ("one", Shingling("word", 2), "one"),
-    ("\u6771\u4eac", Shingling("word", 3), "\u6771 \u4eac"),
-    ("abc", Shingling("char", 5), "abc"),
-    ("  a  b ", Shingling("char", 8), "a b"),
-])
+@pytest.mark.parametrize(
+    "text, sh, gram",
+    [
+        ("hello world", Shingling("word", 5), "hello world"),
+        ("one", Shingling("word", 2), "one"),
+        ("\u6771\u4eac", Shingling("word", 3), "\u6771 \u4eac"),
+        ("abc", Shingling("char", 5), "abc"),
+        ("  a  b ", Shingling("char", 8), "a b"),
+    ],
+)
 def test_short_document_gives_one_shingle(text, sh, gram):
     """A document with fewer than n units (but at least one) is one shingle of all of them."""
     for unique in (True, False):
@@ -202,8 +215,12 @@ def test_short_document_gives_one_shingle(text, sh, gram):
 
 _EMPTY_CASES = [
     (text, sh)
-    for sh in (Shingling("word", 1), Shingling("word", 5), Shingling("char", 1),
-               Shingling("char", 5, strip_punctuation=True))
+    for sh in (
+        Shingling("word", 1),
+        Shingling("word", 5),
+        Shingling("char", 1),
+        Shingling("char", 5, strip_punctuation=True),
+    )
     for text in ("", " ", "\t\n  \u00a0\u3000", "\u200b\u00ad")
 ] + [("!?.,", Shingling("word", 1)), ("!?.,", Shingling("char", 2, strip_punctuation=True))]
 
@@ -249,8 +266,7 @@ def test_invalid_shingling_rejected(kwargs):
 def test_five_megabyte_document():
     """A 5 MB document is shingled and agrees with the reference on counts and on the set."""
     rng = random.Random(5)
-    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-             for _ in range(2000)]
+    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(2000)]
     words = []
     size = 0
     while size < 5_000_000:
@@ -263,7 +279,7 @@ def test_five_megabyte_document():
     sh = Shingling("word", 5)
     multi = shingle(text, sh, unique=False)
     assert len(multi) == len(words) - 4
-    grams = [" ".join(words[i:i + 5]) for i in range(len(words) - 4)]
+    grams = [" ".join(words[i : i + 5]) for i in range(len(words) - 4)]
     enc = [g.encode() for g in grams]
     offs = np.zeros(len(enc) + 1, dtype=np.int64)
     offs[1:] = np.cumsum([len(e) for e in enc])
@@ -277,6 +293,7 @@ def test_five_megabyte_document():
 
 # ---------------------------------------------------------------------------------------------
 # the fast paths equal the general ones
+
 
 def _spans_ref(buf: np.ndarray, starts, ends) -> list[int]:
     return [hash_bytes(bytes(buf[s:e])) for s, e in zip(starts, ends)]
@@ -294,12 +311,11 @@ def test_hash_fixed_equals_hash_bytes(data, n):
     out = np.zeros(m + 3, dtype=np.uint64)
     _hash_fixed(buf, m, n, out, 3 if m > 3 else 0)
     at = 3 if m > 3 else 0
-    assert out[at:at + m].tolist() == _spans_ref(buf, range(m), range(n, n + m))
+    assert out[at : at + m].tolist() == _spans_ref(buf, range(m), range(n, n + m))
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.binary(min_size=1, max_size=60), min_size=1, max_size=700), st.integers(1, 6),
-       st.integers(0, 1))
+@given(st.lists(st.binary(min_size=1, max_size=60), min_size=1, max_size=700), st.integers(1, 6), st.integers(0, 1))
 def test_hash_starts_equals_hash_bytes(units, n, cut):
     """``_hash_starts`` (spans of n units hashed in lockstep, blocks of 256, spans over 40 bytes
     finished one by one) equals hash_bytes of each span ``buf[pos[s]:pos[s + n] - cut]``."""
@@ -311,12 +327,14 @@ def test_hash_starts_equals_hash_bytes(units, n, cut):
     np.cumsum([len(u) for u in units], out=pos[1:])
     raw = b"".join(units)
     buf = np.zeros(((2 * len(raw) + 24) // 8 + 1) * 8, dtype=np.uint8)
-    buf[:len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-    buf[len(raw):] = 0xA5
+    buf[: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    buf[len(raw) :] = 0xA5
     m = len(units) - n + 1
     out = np.zeros(m, dtype=np.uint64)
-    _hash_starts(buf, buf.view(np.uint64), pos, m, n, cut, out, 0, np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), np.uint64))
-    assert out.tolist() == _spans_ref(buf, pos[:m], pos[n:n + m] - cut)
+    _hash_starts(
+        buf, buf.view(np.uint64), pos, m, n, cut, out, 0, np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), np.uint64)
+    )
+    assert out.tolist() == _spans_ref(buf, pos[:m], pos[n : n + m] - cut)
 
 
 def test_ascii_tables_agree_with_the_class_table():
@@ -344,10 +362,19 @@ def test_ascii_kernels_equal_reference(text, n, char, strip, casefold):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(_ascii_texts, _texts), max_size=8),
-       st.sampled_from([Shingling("word", 5), Shingling("char", 5), Shingling("char", 3, strip_punctuation=True),
-                        Shingling("word", 2, casefold=False), Shingling("char", 4, nfkc=False),
-                        Shingling("char", 9, casefold=False)]))
+@given(
+    st.lists(st.one_of(_ascii_texts, _texts), max_size=8),
+    st.sampled_from(
+        [
+            Shingling("word", 5),
+            Shingling("char", 5),
+            Shingling("char", 3, strip_punctuation=True),
+            Shingling("word", 2, casefold=False),
+            Shingling("char", 4, nfkc=False),
+            Shingling("char", 9, casefold=False),
+        ]
+    ),
+)
 def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     """``encode_for_sketch`` (ASCII texts keep their case, the kernel lowers them) gives the same
     shingles, and so the same signatures, as ``encode_texts`` (bytes already lowered)."""
@@ -362,9 +389,20 @@ def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     assert bytes(lower_ascii(data)) == bytes(data).lower()  # what the exact pre-pass hashes
 
 
-@pytest.mark.parametrize("text", ["\u00c9T\u00c9 caf\u00e9", "Stra\u00dfe STRASSE", "\u0130stanbul", "\u03a3\u039f\u03a3 \u03c3\u03bf\u03c2",
-                                  "\ufb01sh \u212a \u017f", "ab\ud800CD", "\u00e9\u00fc \u2014 \u201cQ\u201d \u00a9",
-                                  "\uff26\uff55\uff4c\uff4c", "\U00010400\U00010428 Deseret"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u00c9T\u00c9 caf\u00e9",
+        "Stra\u00dfe STRASSE",
+        "\u0130stanbul",
+        "\u03a3\u039f\u03a3 \u03c3\u03bf\u03c2",
+        "\ufb01sh \u212a \u017f",
+        "ab\ud800CD",
+        "\u00e9\u00fc \u2014 \u201cQ\u201d \u00a9",
+        "\uff26\uff55\uff4c\uff4c",
+        "\U00010400\U00010428 Deseret",
+    ],
+)
 @pytest.mark.parametrize("nfkc, casefold", [(True, True), (False, True), (True, False), (False, False)])
 def test_encode_for_sketch_differs_in_ascii_case_only(text, nfkc, casefold):
     """Non-ASCII texts: casefold is skipped only when every non-ASCII character folds to itself,
@@ -380,8 +418,10 @@ def test_long_word_shingles_and_many_per_document():
     """Word shingles longer than the lockstep words (40 bytes) and documents with more
     shingles than a hashing block (256) match the reference."""
     rng = random.Random(7)
-    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.choice([1, 3, 7, 8, 9, 15, 16, 17, 30])))
-             for _ in range(900)]
+    words = [
+        "".join(rng.choice("abcdefghij") for _ in range(rng.choice([1, 3, 7, 8, 9, 15, 16, 17, 30])))
+        for _ in range(900)
+    ]
     text = " ".join(words)
     for n in (1, 3, 5, 8):
         sh = Shingling("word", n)
@@ -416,7 +456,7 @@ def _ref_words64(doc: bytes, lower: bool):
     return bytes(out), starts, prev
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _steps_runner(native: bool):
     """A function running ``_chars64`` and ``_words64`` over a document, compiled with the
     native (vpcompressb) code or with LLVM's generic vector compress that other CPUs get."""
@@ -448,8 +488,9 @@ def _steps_runner(native: bool):
 
 @pytest.mark.parametrize("native", [True, False])
 @settings(max_examples=60, deadline=None)
-@given(st.binary(min_size=64, max_size=256).map(lambda b: bytes(x & 0x7F for x in b[:len(b) // 64 * 64])),
-       st.booleans())
+@given(
+    st.binary(min_size=64, max_size=256).map(lambda b: bytes(x & 0x7F for x in b[: len(b) // 64 * 64])), st.booleans()
+)
 def test_64_byte_steps_equal_the_byte_rules(native, doc, lower):
     """``_chars64`` and ``_words64`` (64 ASCII bytes a step with vpcompressb; with ``native``
     False, LLVM's generic vector compress that other CPUs compile) follow the byte-by-byte rules."""
@@ -464,9 +505,16 @@ def test_64_byte_steps_equal_the_byte_rules(native, doc, lower):
 
 
 _long_ascii = st.text(alphabet=st.sampled_from(list("abX   \t\n.,-9")), min_size=60, max_size=200)
-_mixed_texts = st.lists(st.one_of(_long_ascii, _texts, st.sampled_from(["\u00e9", "\u4eac\u90fd", "\u00a0", "\u00ad",
-                                                                       "\u200b", "\u0301", "\u3000", " \u00c9T\u00c9 "])),
-                        max_size=12).map("".join)
+_mixed_texts = st.lists(
+    st.one_of(
+        _long_ascii,
+        _texts,
+        st.sampled_from(
+            ["\u00e9", "\u4eac\u90fd", "\u00a0", "\u00ad", "\u200b", "\u0301", "\u3000", " \u00c9T\u00c9 "]
+        ),
+    ),
+    max_size=12,
+).map("".join)
 
 
 @settings(max_examples=150, deadline=None)
@@ -483,7 +531,19 @@ def test_generated_mixed_documents_equal_reference():
     non-ASCII characters of every class at random places, one every 20 to 400 characters."""
     rng = random.Random(11)
     pieces = ["word", "Other", "UPPER", "x9", "  ", "\n\n", ", ", "--", "\t", "a.b", "\x7f", "\x01"]
-    rare = ["\u00e9", "\u00c9", "\u4eac", "\u00a0", "\u00ad", "\u200b", "\u0301", "\u3000", "\u00df", "\u2014", "\ufb01"]
+    rare = [
+        "\u00e9",
+        "\u00c9",
+        "\u4eac",
+        "\u00a0",
+        "\u00ad",
+        "\u200b",
+        "\u0301",
+        "\u3000",
+        "\u00df",
+        "\u2014",
+        "\ufb01",
+    ]
     for _ in range(30):
         out = []
         while sum(map(len, out)) < 3000:
@@ -491,6 +551,12 @@ def test_generated_mixed_documents_equal_reference():
             if rng.random() < 0.04:
                 out.append(rng.choice(rare))
         text = "".join(out)
-        for sh in (Shingling("word", 5), Shingling("word", 1), Shingling("char", 5), Shingling("char", 2),
-                   Shingling("char", 5, strip_punctuation=True), Shingling("char", 11, casefold=False)):
+        for sh in (
+            Shingling("word", 5),
+            Shingling("word", 1),
+            Shingling("char", 5),
+            Shingling("char", 2),
+            Shingling("char", 5, strip_punctuation=True),
+            Shingling("char", 11, casefold=False),
+        ):
             assert shingle(text, sh, unique=False).tolist() == ref_shingle(text, sh, unique=False)

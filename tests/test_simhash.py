@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 
 from neardup._kernels.hashing import MASK64, hash_str
 from neardup.core.errors import IncompatibleSketchError, InputError
-from neardup.text.shingles import Shingling, shingle_batch
 from neardup.methods.simhash.scheme import (
     HYPERPLANE_SALT,
     SIMHASH_SALT,
@@ -47,6 +46,7 @@ from neardup.methods.simhash.sketch import (
     vectors_from_parquet,
 )
 from neardup.text.normalize import tokenize
+from neardup.text.shingles import Shingling, shingle_batch
 
 GAMMA = 0x9E3779B97F4A7C15
 
@@ -90,7 +90,7 @@ def ref_word_shingles(text: str, n: int) -> list[int]:
         return []
     if len(toks) < n:
         return [hash_str(" ".join(toks))]
-    return [hash_str(" ".join(toks[i:i + n])) for i in range(len(toks) - n + 1)]
+    return [hash_str(" ".join(toks[i : i + n])) for i in range(len(toks) - n + 1)]
 
 
 def ref_gaussian(seed: int, i: int, j: int) -> float:
@@ -115,10 +115,18 @@ GOLDEN_TEXTS = [
 GOLDEN = {
     (64, "word"): [0x95D8724AE5E49FCC, 0xEB3643763173C066, 0x20F67E019BDFAE79, 0],
     (64, "char"): [0x97688AACF99298C7, 0x6650D2219477F99B, 0x753A30ADD18986AC, 0],
-    (128, "word"): [0x4FF33CB84C8DE88295D8724AE5E49FCC, 0xB177C195B4D5A082EB3643763173C066,
-                    0xBC0B6A8B5A101AFF20F67E019BDFAE79, 0],
-    (128, "char"): [0xE38C60DF081CA40F97688AACF99298C7, 0x66A018BCFF62BC7C6650D2219477F99B,
-                    0x5348AA13BF225B25753A30ADD18986AC, 0],
+    (128, "word"): [
+        0x4FF33CB84C8DE88295D8724AE5E49FCC,
+        0xB177C195B4D5A082EB3643763173C066,
+        0xBC0B6A8B5A101AFF20F67E019BDFAE79,
+        0,
+    ],
+    (128, "char"): [
+        0xE38C60DF081CA40F97688AACF99298C7,
+        0x66A018BCFF62BC7C6650D2219477F99B,
+        0x5348AA13BF225B25753A30ADD18986AC,
+        0,
+    ],
 }
 GOLDEN_SHINGLING = {"word": Shingling("word", 2), "char": Shingling("char", 4)}
 
@@ -138,13 +146,18 @@ def test_golden_hashed_and_weighted():
 
 def test_golden_hyperplanes_and_vectors():
     g = SimHashScheme(seed=1).hyperplanes(3)
-    expected = [[0.00771556, 2.57708003, 0.49094018],
-                [-0.1302092, 1.58774827, 1.10236286],
-                [-0.37697298, 1.45851438, -1.66507778]]
+    expected = [
+        [0.00771556, 2.57708003, 0.49094018],
+        [-0.1302092, 1.58774827, 1.10236286],
+        [-0.37697298, 1.45851438, -1.66507778],
+    ]
     np.testing.assert_allclose(g[:3, :3], expected, atol=1e-8)
     x = np.array([[1.0, 0, 0], [0, 1, 0], [0.5, -2, 3]])
     assert SimHasher(bits=128, seed=1).sign_vectors(x).to_ints() == [
-        0x286E2E8D49D7F3BC2AA7ED6F3145AFF7, 0x491930B94574AC320E83DBA67A3CD136, 0xAFF6A54CAC8357EDC17D0CD38342F6E2]
+        0x286E2E8D49D7F3BC2AA7ED6F3145AFF7,
+        0x491930B94574AC320E83DBA67A3CD136,
+        0xAFF6A54CAC8357EDC17D0CD38342F6E2,
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,8 +221,9 @@ def test_counts_past_the_byte_lanes():
         hashes = rng.choice(rng.integers(0, 2**63, 5, dtype=np.uint64), size=n)
         off = np.array([0, n])
         h = SimHasher(bits=128, seed=4)
-        assert np.array_equal(h.sign_hashed(hashes, off).values,
-                              h.sign_hashed(hashes, off, weights=np.ones(n, dtype=np.int64)).values)
+        assert np.array_equal(
+            h.sign_hashed(hashes, off).values, h.sign_hashed(hashes, off, weights=np.ones(n, dtype=np.int64)).values
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +246,7 @@ def test_text_equals_hashed_csr_and_128_extends_64(corpus):
 def test_batches_do_not_change_values(corpus):
     h = SimHasher(bits=128)
     whole = h.sign(corpus.texts[:100]).values
-    parts = np.concatenate([h.sign(corpus.texts[i:min(i + 7, 100)]).values for i in range(0, 100, 7)])
+    parts = np.concatenate([h.sign(corpus.texts[i : min(i + 7, 100)]).values for i in range(0, 100, 7)])
     assert np.array_equal(whole, parts)
     assert np.array_equal(h.sign_one(corpus.texts[5]), whole[5])
 
@@ -240,11 +254,14 @@ def test_batches_do_not_change_values(corpus):
 def test_same_values_in_another_process(corpus):
     texts = corpus.texts[:20]
     here = SimHasher(bits=128, seed=77).sign(texts).to_ints()
-    code = ("import json, sys; from neardup.methods.simhash.sketch import SimHasher; "
-            "t = json.load(sys.stdin); print(json.dumps(SimHasher(bits=128, seed=77).sign(t).to_ints()))")
+    code = (
+        "import json, sys; from neardup.methods.simhash.sketch import SimHasher; "
+        "t = json.load(sys.stdin); print(json.dumps(SimHasher(bits=128, seed=77).sign(t).to_ints()))"
+    )
     env = dict(os.environ, PYTHONHASHSEED="123")
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True, env=env, check=True
+    )
     assert json.loads(out.stdout) == here
 
 
@@ -283,7 +300,7 @@ def test_document_frequencies_stream_equals_one_shot(corpus):
     one = fit_idf(corpus.texts, sh)
     counter = DocumentFrequencies(sh)
     for i in range(0, len(corpus.texts), 37):
-        counter.add_texts(corpus.texts[i:i + 37])
+        counter.add_texts(corpus.texts[i : i + 37])
     streamed = counter.table()
     assert streamed.digest == one.digest
     hashes, off = shingle_batch(corpus.texts, sh, unique=False)
@@ -413,7 +430,8 @@ def test_hamming_and_estimated_cosine():
     assert estimated_cosine(64, 64) == pytest.approx(-1.0)
     assert estimated_cosine(32, 64) == pytest.approx(0.0, abs=1e-12)
     assert estimated_cosine(np.array([3, 6]), 128).tolist() == pytest.approx(
-        [math.cos(math.pi * 3 / 128), math.cos(math.pi * 6 / 128)])
+        [math.cos(math.pi * 3 / 128), math.cos(math.pi * 6 / 128)]
+    )
 
 
 def test_fingerprints_container():
@@ -432,16 +450,19 @@ def test_fingerprints_container():
         hamming(fps[:1], other)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"bits": 32}, "bits must be 64 or 128"),
-    ({"seed": -1}, "seed"),
-    ({"seed": 2**64}, "seed"),
-    ({"weighting": "tf"}, "weighting"),
-    ({"idf_digest": 5}, "only meaningful"),
-    ({"dim": 3}, "dim is only meaningful"),
-    ({"hash_family": "md5"}, "hash_family"),
-    ({"hash_family": "splitmix64/box-muller", "shingling": None}, "needs dim"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"bits": 32}, "bits must be 64 or 128"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"weighting": "tf"}, "weighting"),
+        ({"idf_digest": 5}, "only meaningful"),
+        ({"dim": 3}, "dim is only meaningful"),
+        ({"hash_family": "md5"}, "hash_family"),
+        ({"hash_family": "splitmix64/box-muller", "shingling": None}, "needs dim"),
+    ],
+)
 def test_scheme_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SimHashScheme(**kwargs)

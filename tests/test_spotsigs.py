@@ -30,6 +30,14 @@ from hypothesis import strategies as st
 from neardup._kernels.hashing import hash_str
 from neardup.core.errors import IncompatibleSketchError, InputError
 from neardup.core.measures import weighted_jaccard
+from neardup.methods.spotsigs.pairs import (
+    all_pairs,
+    all_pairs_bruteforce,
+    all_pairs_unpruned,
+    partition_bounds,
+    weighted_jaccard_rows,
+)
+from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
 from neardup.methods.spotsigs.signatures import (
     DocumentFrequencies,
     SpotSignatures,
@@ -38,19 +46,13 @@ from neardup.methods.spotsigs.signatures import (
     normalized_idf,
     signature_keys,
 )
-from neardup.methods.spotsigs.scheme import SpotSigsScheme, load_words
-from neardup.methods.spotsigs.pairs import (
-    all_pairs,
-    all_pairs_bruteforce,
-    all_pairs_unpruned,
-    partition_bounds,
-    weighted_jaccard_rows,
-)
 from neardup.text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 
-OBAMA = ("At a rally to kick off a weeklong campaign for the South Carolina primary, Obama tried to "
-         "set the record straight from an attack circulating widely on the Internet that is designed "
-         "to play into prejudices against Muslims and fears of terrorism.")
+OBAMA = (
+    "At a rally to kick off a weeklong campaign for the South Carolina primary, Obama tried to "
+    "set the record straight from an attack circulating widely on the Internet that is designed "
+    "to play into prejudices against Muslims and fears of terrorism."
+)
 
 
 def kernel_counter(texts, scheme):
@@ -73,8 +75,15 @@ def test_talk_example_signatures():
     set says {a, the, is}, and it prints "g:weeklong:campaign" for "a:weeklong:campaign".
     """
     scheme = SpotSigsScheme(antecedents=["a", "an", "the", "is"], spot_distance=1, chain=2)
-    expected = ["a:rally:kick", "a:weeklong:campaign", "the:south:carolina", "the:record:straight",
-                "an:attack:circulating", "the:internet:designed", "is:designed:play"]
+    expected = [
+        "a:rally:kick",
+        "a:weeklong:campaign",
+        "the:south:carolina",
+        "the:record:straight",
+        "an:attack:circulating",
+        "the:internet:designed",
+        "is:designed:play",
+    ]
     assert signature_keys(OBAMA, scheme) == expected
     assert kernel_counter([OBAMA], scheme) == [Counter(hash_str(k) for k in expected)]
     # the default antecedents also start at "that": "that is designed to play" -> that:designed:play
@@ -112,8 +121,27 @@ def test_incomplete_chains_and_antecedents_as_stopwords():
 
 def _random_texts(seed: int, n: int) -> list[str]:
     rng = random.Random(seed)
-    content = ["Rally", "kick", "campaign", "South", "carolina", "STRASSE", "straße", "ﬁsh", "naïve",
-               "cafe\u0301", "2024", "x1", "東", "京", "été", "москва", "Ｆｕｌｌ", "co\u00adop", "ünï"]
+    content = [
+        "Rally",
+        "kick",
+        "campaign",
+        "South",
+        "carolina",
+        "STRASSE",
+        "straße",
+        "ﬁsh",
+        "naïve",
+        "cafe\u0301",
+        "2024",
+        "x1",
+        "東",
+        "京",
+        "été",
+        "москва",
+        "Ｆｕｌｌ",
+        "co\u00adop",
+        "ünï",
+    ]
     glue = [" ", "  ", ", ", ". ", "\n", " - ", "'", "\u200b", "!", " (", ") "]
     words = list(ENGLISH_ANTECEDENTS) + ["The", "A", "IS"] + list(ENGLISH_STOPWORDS)[:40] + content * 3
     texts = []
@@ -123,8 +151,9 @@ def _random_texts(seed: int, n: int) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("d,c,key", [(1, 1, "antecedent"), (1, 2, "antecedent"), (2, 3, "antecedent"),
-                                     (3, 2, "chain"), (1, 3, "chain")])
+@pytest.mark.parametrize(
+    "d,c,key", [(1, 1, "antecedent"), (1, 2, "antecedent"), (2, 3, "antecedent"), (3, 2, "chain"), (1, 3, "chain")]
+)
 def test_kernel_equals_python_reference(d, c, key):
     """Kernel multiset == Counter(hash_str(key) for key in signature_keys(text)), in one batch."""
     scheme = SpotSigsScheme(spot_distance=d, chain=c, key=key)
@@ -138,7 +167,7 @@ def test_signatures_are_sorted_csr():
     s = extract(_random_texts(3, 60))
     assert s.offsets[0] == 0 and s.offsets[-1] == len(s.values) == len(s.counts)
     for i in range(len(s)):
-        row = s.values[s.offsets[i]:s.offsets[i + 1]]
+        row = s.values[s.offsets[i] : s.offsets[i + 1]]
         assert np.all(row[1:] > row[:-1])
     assert np.all(s.counts >= 1)
     assert s.lengths.tolist() == [sum(s.doc(i).values()) for i in range(len(s))]
@@ -233,7 +262,7 @@ def test_document_frequencies_streaming_equals_whole():
     whole = extract(texts)
     f = DocumentFrequencies()
     for i in range(0, 300, 17):
-        f.add(extract(texts[i:i + 17]))
+        f.add(extract(texts[i : i + 17]))
     g = DocumentFrequencies.of(whole)
     assert f.n_docs == g.n_docs == 300
     for x, y in zip(f.table(), g.table()):
@@ -242,8 +271,10 @@ def test_document_frequencies_streaming_equals_whole():
     keys, df = g.table()
     assert dict(zip(keys.tolist(), df.tolist())) == dict(truth)
     band = (0.2, 0.8)
-    assert np.array_equal(idf_filter(extract(texts[:50]), band, f).values,
-                          idf_filter(whole, band).values[:idf_filter(whole, band).offsets[50]])
+    assert np.array_equal(
+        idf_filter(extract(texts[:50]), band, f).values,
+        idf_filter(whole, band).values[: idf_filter(whole, band).offsets[50]],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,8 +297,9 @@ def test_partition_bounds_follow_the_seed_rule():
     assert partition_bounds(0.7, 60).tolist() == [1, 2, 3, 5, 8, 12, 18, 26, 38, 55, 79]
     p = partition_bounds(0.7, 60)
     assert all(p[k + 1] - p[k] > 0.3 * p[k + 1] for k in range(len(p) - 1))
-    assert all(not (p[k + 1] - 1 - p[k] > 0.3 * (p[k + 1] - 1)) or p[k + 1] - 1 == p[k]
-               for k in range(len(p) - 1))  # smallest such integer
+    assert all(
+        not (p[k + 1] - 1 - p[k] > 0.3 * (p[k + 1] - 1)) or p[k + 1] - 1 == p[k] for k in range(len(p) - 1)
+    )  # smallest such integer
     slide = np.array([1, 3, 6, 10, 15, 22, 31, 43, 59, 80])  # the elided ones filled in any way
     assert 42 / 59 >= 0.7 and _part(slide, 59) - _part(slide, 42) == 2
     assert partition_bounds(1.0, 5).tolist() == [1, 2, 3, 4, 5, 6]
@@ -359,9 +391,13 @@ def test_all_pairs_equals_bruteforce(planted, tau):
     float similarities, with and without partitions and pruning."""
     brute = all_pairs_bruteforce(planted, tau)
     assert len(brute.a) > 0
-    for r in (all_pairs(planted, tau), all_pairs(planted, tau, workers=3),
-              all_pairs(planted, tau, partitions=False), all_pairs(planted, tau, pruning=False),
-              all_pairs_unpruned(planted, tau)):
+    for r in (
+        all_pairs(planted, tau),
+        all_pairs(planted, tau, workers=3),
+        all_pairs(planted, tau, partitions=False),
+        all_pairs(planted, tau, pruning=False),
+        all_pairs_unpruned(planted, tau),
+    ):
         assert np.array_equal(r.a, brute.a) and np.array_equal(r.b, brute.b)
         assert np.array_equal(r.similarity, brute.similarity)
         assert np.all(r.a < r.b) and r.counters.pairs == len(brute.a)
@@ -371,8 +407,11 @@ def test_bruteforce_agrees_with_python_weighted_jaccard(planted):
     docs = [planted.doc(i) for i in range(120)]
     small = SpotSignatures.from_multisets(docs)
     r = all_pairs_bruteforce(small, 0.3)
-    expected = {(i, j): weighted_jaccard(docs[i], docs[j]) for i, j in combinations(range(120), 2)
-                if docs[i] and docs[j] and weighted_jaccard(docs[i], docs[j]) >= 0.3}
+    expected = {
+        (i, j): weighted_jaccard(docs[i], docs[j])
+        for i, j in combinations(range(120), 2)
+        if docs[i] and docs[j] and weighted_jaccard(docs[i], docs[j]) >= 0.3
+    }
     assert dict(zip(zip(r.a.tolist(), r.b.tolist()), r.similarity.tolist())) == expected
     a, b = np.array(list(expected), dtype=np.int64).T
     assert weighted_jaccard_rows(small, a, b).tolist() == list(expected.values())
@@ -392,8 +431,7 @@ def test_counters_show_what_pruning_avoided(planted):
     tau = 0.85
     fast = all_pairs(planted, tau)
     slow = all_pairs_unpruned(planted, tau)
-    sharing = sum(1 for i, j in combinations(range(len(planted)), 2)
-                  if set(planted.doc(i)) & set(planted.doc(j)))
+    sharing = sum(1 for i, j in combinations(range(len(planted)), 2) if set(planted.doc(i)) & set(planted.doc(j)))
     assert slow.counters.computed == sharing
     assert slow.counters.pruned == slow.counters.lists_cut == slow.counters.lists_skipped == 0
     c = fast.counters
@@ -422,8 +460,7 @@ def test_empty_documents_are_never_paired():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.dictionaries(st.integers(0, 12), st.integers(1, 4), max_size=8), max_size=25),
-       st.floats(0.05, 1.0))
+@given(st.lists(st.dictionaries(st.integers(0, 12), st.integers(1, 4), max_size=8), max_size=25), st.floats(0.05, 1.0))
 def test_all_pairs_property(docs, tau):
     s = SpotSignatures.from_multisets(docs)
     brute = all_pairs_bruteforce(s, tau)

@@ -74,8 +74,7 @@ def main():
             if find(parent, i) == i:
                 out.write(line if line.endswith(b"\n") else line + b"\n")
                 kept += 1
-    print(f"rensa: {len(parent)} documents, {kept} kept, {len(parent) - kept} removed",
-          file=sys.stderr)
+    print(f"rensa: {len(parent)} documents, {kept} kept, {len(parent) - kept} removed", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -124,12 +124,23 @@ class _Callbacks:
             self._stage(name)
 
 
-def dedup(paths: Sequence[str], method: MethodConfig | None = None, *, keep: Literal["first", "longest"] = "first",
-          workers: int | None = None, batch_size: int = 2048, text_field: str = "text",
-          id_field: str | None = None, on_error: Literal["fail", "skip"] = "fail", html: bool = False,
-          main_content: bool = False, want_pairs: bool = False, engine: Engine | None = None,
-          on_batch: Callable[[int], None] | None = None,
-          on_stage: Callable[[str], None] | None = None) -> DedupResult:
+def dedup(
+    paths: Sequence[str],
+    method: MethodConfig | None = None,
+    *,
+    keep: Literal["first", "longest"] = "first",
+    workers: int | None = None,
+    batch_size: int = 2048,
+    text_field: str = "text",
+    id_field: str | None = None,
+    on_error: Literal["fail", "skip"] = "fail",
+    html: bool = False,
+    main_content: bool = False,
+    want_pairs: bool = False,
+    engine: Engine | None = None,
+    on_batch: Callable[[int], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> DedupResult:
     """Run the dedup job on input files and return what it found (nothing is written).
 
     ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
@@ -159,10 +170,17 @@ def dedup(paths: Sequence[str], method: MethodConfig | None = None, *, keep: Lit
     def source() -> Any:
         stats = read_stats if first_pass[0] else None
         first_pass[0] = False
-        return read_documents(paths, text_field=text_field, id_field=id_field, on_error=on_error,
-                              batch_size=batch_size, stats=stats, html=html, main_content=main_content)
+        return read_documents(
+            paths,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            batch_size=batch_size,
+            stats=stats,
+            html=html,
+            main_content=main_content,
+        )
 
     engine = engine or LocalEngine(workers or default_workers())
-    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs,
-                     progress=_Callbacks(on_batch, on_stage))
+    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
     return DedupResult(method, job, read_stats)

@@ -23,15 +23,16 @@ def similarity(i, j, mode, threshold, min_matches, sigs, set_values, set_offsets
         return m >= min_matches, m / k
     ri = set_row[i]
     rj = set_row[j]
-    s = jaccard_sorted(set_values[set_offsets[ri]:set_offsets[ri + 1]],
-                       set_values[set_offsets[rj]:set_offsets[rj + 1]])
+    s = jaccard_sorted(
+        set_values[set_offsets[ri] : set_offsets[ri + 1]], set_values[set_offsets[rj] : set_offsets[rj + 1]]
+    )
     return s >= threshold, s
 
 
 @nb.njit(cache=True, nogil=True)
 def _grow(arr, size):
     out = np.empty(max(2 * arr.shape[0], size, 16), dtype=arr.dtype)
-    out[:arr.shape[0]] = arr
+    out[: arr.shape[0]] = arr
     return out
 
 
@@ -54,8 +55,9 @@ def bucket_bounds(sorted_keys):
 
 
 @nb.njit(cache=True, nogil=True)
-def connect_band(members_sorted, starts, ends, parent,
-                  mode, threshold, min_matches, sigs, set_values, set_offsets, set_row):
+def connect_band(
+    members_sorted, starts, ends, parent, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row
+):
     """Clusters-only processing of one band's buckets; returns (checked, verified)."""
     checked = 0
     verified = 0
@@ -84,8 +86,25 @@ def connect_band(members_sorted, starts, ends, parent,
 
 
 @nb.njit(cache=True, nogil=True)
-def pairs_band(band, keys, members_sorted, starts, ends, parent, pa, pb, ps, npairs,
-                mode, threshold, min_matches, sigs, set_values, set_offsets, set_row):
+def pairs_band(
+    band,
+    keys,
+    members_sorted,
+    starts,
+    ends,
+    parent,
+    pa,
+    pb,
+    ps,
+    npairs,
+    mode,
+    threshold,
+    min_matches,
+    sigs,
+    set_values,
+    set_offsets,
+    set_row,
+):
     """Complete-graph processing of one band: verify every pair not seen in an earlier band."""
     checked = 0
     for bkt in range(starts.shape[0]):
@@ -124,8 +143,9 @@ def similarity_rows(docs, others, mode, threshold, min_matches, sigs, set_values
         if docs[q] == others[q]:
             out[q] = 1.0
         else:
-            _, out[q] = similarity(docs[q], others[q], mode, threshold, min_matches, sigs,
-                                   set_values, set_offsets, set_row)
+            _, out[q] = similarity(
+                docs[q], others[q], mode, threshold, min_matches, sigs, set_values, set_offsets, set_row
+            )
     return out
 
 

@@ -107,7 +107,7 @@ def _first_table(dmask, kept_mask):
 @nb.njit(inline="always", cache=True)
 def _grow(arr, size):
     out = np.empty(max(2 * arr.shape[0], size, 64), dtype=arr.dtype)
-    out[:arr.shape[0]] = arr
+    out[: arr.shape[0]] = arr
     return out
 
 
@@ -230,8 +230,7 @@ def sort_run(keys, rows, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True)
-def query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybits, kmask, bstart, bsize,
-                  fps, alive):
+def query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybits, kmask, bstart, bsize, fps, alive):
     nq = q_words.shape[0]
     offsets = np.zeros(nq + 1, dtype=np.int64)
     out_rows = np.empty(64, dtype=np.int64)

@@ -50,8 +50,9 @@ def _splat(builder, value, vty):
     if isinstance(value, int):
         return ir.Constant(vty, [value] * vty.count)
     one = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(one, ir.Constant(vty, ir.Undefined),
-                                  ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+    return builder.shuffle_vector(
+        one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count)
+    )
 
 
 def _compress(builder, values, keep, dest):
@@ -68,11 +69,13 @@ def _compress(builder, values, keep, dest):
 def _compress_reg(builder, values, keep):
     """The lanes of ``values`` whose ``keep`` bit is set, packed into the low lanes (zeros above)."""
     if SIMD64:
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8, _V8, _M64]),
-                                            "llvm.x86.avx512.mask.compress.v64i8")
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_V8, [_V8, _V8, _M64]), "llvm.x86.avx512.mask.compress.v64i8"
+        )
         return builder.call(fn, [values, ir.Constant(_V8, [0] * 64), keep])
-    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8, _M64, _V8]),
-                                        "llvm.experimental.vector.compress.v64i8")
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(_V8, [_V8, _M64, _V8]), "llvm.experimental.vector.compress.v64i8"
+    )
     return builder.call(fn, [values, keep, ir.Constant(_V8, [0] * 64)])
 
 
@@ -114,8 +117,10 @@ def _chars64_codegen(with_pos):
         else:
             doc_v, i_v, buf_v, blen_v, prev_v, low_v = args
         c = _load64(context, builder, signature.args[0], doc_v, i_v)
-        sep = builder.or_(builder.icmp_unsigned("<=", c, _splat(builder, 32, _V8)),
-                          builder.icmp_unsigned("==", c, _splat(builder, 127, _V8)))
+        sep = builder.or_(
+            builder.icmp_unsigned("<=", c, _splat(builder, 32, _V8)),
+            builder.icmp_unsigned("==", c, _splat(builder, 127, _V8)),
+        )
         mapped = builder.select(sep, _splat(builder, 32, _V8), _lowered(builder, c, low_v))
         sepbits = builder.bitcast(sep, _I64)
         keep = builder.not_(builder.and_(sepbits, builder.or_(builder.shl(sepbits, ir.Constant(_I64, 1)), prev_v)))
@@ -126,9 +131,11 @@ def _chars64_codegen(with_pos):
             where = builder.add(ir.Constant(v64, list(range(64))), _splat(builder, blen_v, v64))
             pos_data = context.make_array(signature.args[3])(context, builder, pos_v).data
             builder.store(where, builder.bitcast(builder.gep(pos_data, [nch_v]), v64.as_pointer()), align=8)
-        return context.make_tuple(builder, signature.return_type,
-                                  [builder.add(blen_v, _ctpop(builder, keep)),
-                                   builder.lshr(sepbits, ir.Constant(_I64, 63))])
+        return context.make_tuple(
+            builder,
+            signature.return_type,
+            [builder.add(blen_v, _ctpop(builder, keep)), builder.lshr(sepbits, ir.Constant(_I64, 63))],
+        )
 
     return codegen
 
@@ -179,8 +186,11 @@ def words64(typingctx, doc, i, buf, tok, blen, nt, prev, lowbit):
         doc_v, i_v, buf_v, tok_v, blen_v, nt_v, prev_v, low_v = args
         c = _load64(context, builder, signature.args[0], doc_v, i_v)
         digit = builder.icmp_unsigned("<", builder.sub(c, _splat(builder, 48, _V8)), _splat(builder, 10, _V8))
-        alpha = builder.icmp_unsigned("<", builder.sub(builder.or_(c, _splat(builder, 32, _V8)),
-                                                       _splat(builder, 97, _V8)), _splat(builder, 26, _V8))
+        alpha = builder.icmp_unsigned(
+            "<",
+            builder.sub(builder.or_(c, _splat(builder, 32, _V8)), _splat(builder, 97, _V8)),
+            _splat(builder, 26, _V8),
+        )
         word = builder.or_(digit, alpha)
         mapped = builder.select(word, _lowered(builder, c, low_v), _splat(builder, 32, _V8))
         wbits = builder.bitcast(word, _I64)
@@ -188,21 +198,32 @@ def words64(typingctx, doc, i, buf, tok, blen, nt, prev, lowbit):
         dest = builder.gep(context.make_array(signature.args[2])(context, builder, buf_v).data, [blen_v])
         packed = _compress(builder, mapped, builder.bitcast(keep, _M64), dest)
         count = _ctpop(builder, keep)
-        valid = builder.select(builder.icmp_unsigned("==", count, ir.Constant(_I64, 64)), ir.Constant(_I64, -1),
-                               builder.sub(builder.shl(ir.Constant(_I64, 1), count), ir.Constant(_I64, 1)))
+        valid = builder.select(
+            builder.icmp_unsigned("==", count, ir.Constant(_I64, 64)),
+            ir.Constant(_I64, -1),
+            builder.sub(builder.shl(ir.Constant(_I64, 1), count), ir.Constant(_I64, 1)),
+        )
         outw = builder.bitcast(builder.icmp_unsigned("!=", packed, _splat(builder, 32, _V8)), _I64)
-        starts = builder.and_(builder.and_(outw, valid),
-                              builder.not_(builder.or_(builder.shl(outw, ir.Constant(_I64, 1)), prev_v)))
+        starts = builder.and_(
+            builder.and_(outw, valid), builder.not_(builder.or_(builder.shl(outw, ir.Constant(_I64, 1)), prev_v))
+        )
         where = _compress_reg(builder, ir.Constant(_V8, list(range(64))), builder.bitcast(starts, _M64))
-        first = builder.shuffle_vector(where, ir.Constant(_V8, ir.Undefined),
-                                       ir.Constant(ir.VectorType(_I32, 32), list(range(32))))
+        first = builder.shuffle_vector(
+            where, ir.Constant(_V8, ir.Undefined), ir.Constant(ir.VectorType(_I32, 32), list(range(32)))
+        )
         v64 = ir.VectorType(_I64, 32)
         offsets = builder.add(builder.zext(first, v64), _splat(builder, blen_v, v64))
         tok_data = context.make_array(signature.args[3])(context, builder, tok_v).data
         builder.store(offsets, builder.bitcast(builder.gep(tok_data, [nt_v]), v64.as_pointer()), align=8)
-        return context.make_tuple(builder, signature.return_type,
-                                  [builder.add(blen_v, count), builder.add(nt_v, _ctpop(builder, starts)),
-                                   builder.lshr(wbits, ir.Constant(_I64, 63))])
+        return context.make_tuple(
+            builder,
+            signature.return_type,
+            [
+                builder.add(blen_v, count),
+                builder.add(nt_v, _ctpop(builder, starts)),
+                builder.lshr(wbits, ir.Constant(_I64, 63)),
+            ],
+        )
 
     return sig, codegen
 
@@ -245,11 +266,16 @@ def hash8_short(typingctx, buf, s, mask, n, out, at):
         v16 = ir.VectorType(_I8, 16)
         data = context.make_array(signature.args[0])(context, builder, buf_v).data
         raw = builder.load(builder.bitcast(builder.gep(data, [s_v]), v16.as_pointer()), align=1)
-        windows = builder.shuffle_vector(raw, ir.Constant(v16, ir.Undefined),
-                                         ir.Constant(ir.VectorType(_I32, 64), [r + j for r in range(8) for j in range(8)]))
+        windows = builder.shuffle_vector(
+            raw,
+            ir.Constant(v16, ir.Undefined),
+            ir.Constant(ir.VectorType(_I32, 64), [r + j for r in range(8) for j in range(8)]),
+        )
         w = builder.and_(builder.bitcast(windows, _V64), _splat(builder, mask_v, _V64))
         h = _fmix64_vec(builder, builder.xor(_nd64_step(builder, _const64(SEED), w), _splat(builder, n_v, _V64)))
-        dest = builder.gep(context.make_array(signature.args[4])(context, builder, out_v).data, [builder.add(at_v, s_v)])
+        dest = builder.gep(
+            context.make_array(signature.args[4])(context, builder, out_v).data, [builder.add(at_v, s_v)]
+        )
         builder.store(h, builder.bitcast(dest, _V64.as_pointer()), align=8)
         return context.get_dummy_value()
 

@@ -347,13 +347,7 @@ def _literal(data, i, n):
         ok = i + 4 <= n and data[i + 1] == 114 and data[i + 2] == 117 and data[i + 3] == 101
         return i + 4 if ok else _FAIL
     if c == 102:
-        ok = (
-            i + 5 <= n
-            and data[i + 1] == 97
-            and data[i + 2] == 108
-            and data[i + 3] == 115
-            and data[i + 4] == 101
-        )
+        ok = i + 5 <= n and data[i + 1] == 97 and data[i + 2] == 108 and data[i + 3] == 115 and data[i + 4] == 101
         return i + 5 if ok else _FAIL
     if c == 110:
         ok = i + 4 <= n and data[i + 1] == 117 and data[i + 2] == 108 and data[i + 3] == 108

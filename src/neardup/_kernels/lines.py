@@ -29,7 +29,7 @@ def copy_kept(data, newlines, keep, start, out):
             c += 1
         if c < j:
             if rec < limit and keep[rec]:
-                out[o:o + j - i] = data[i:j]
+                out[o : o + j - i] = data[i:j]
                 o += j - i
                 out[o] = 10
                 o += 1

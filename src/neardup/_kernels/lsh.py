@@ -304,8 +304,17 @@ def query_one(q, state, min_matches, limit):
     row = q.reshape(k)
     key_values = state.key_values
     codes, n = _candidates(
-        row, state.rows, state.keys, state.ids, state.dirs, state.runs, state.sigs, state.alive, key_values,
-        min_matches, limit,
+        row,
+        state.rows,
+        state.keys,
+        state.ids,
+        state.dirs,
+        state.runs,
+        state.sigs,
+        state.alive,
+        key_values,
+        min_matches,
+        limit,
     )
     if n == 0:
         return 0, 0, 0, None

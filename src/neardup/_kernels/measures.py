@@ -41,9 +41,9 @@ def all_pairs_kernel(values, offsets, min_similarity):
     n = offsets.shape[0] - 1
     a, b, s = [], [], []
     for i in range(n):
-        x = values[offsets[i]:offsets[i + 1]]
+        x = values[offsets[i] : offsets[i + 1]]
         for j in range(i + 1, n):
-            y = values[offsets[j]:offsets[j + 1]]
+            y = values[offsets[j] : offsets[j + 1]]
             lo, hi = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
             if hi == 0 or lo < min_similarity * hi:  # J(X, Y) <= |smaller| / |larger|
                 continue

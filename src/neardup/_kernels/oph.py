@@ -201,9 +201,10 @@ def oph_csr_kernel(hashes, offsets, params, seq, out):
 
 @nb.njit(cache=True, nogil=True)
 def oph_texts_kernel(data, starts, ends, table, kind, n, strip, params, seq, sigs, counts):
-    """Fill ``sigs[d]`` with the densified one-permutation MinHash (:mod:`neardup.methods.minhash.oph`) of the
-    shingles of ``data[starts[d]:ends[d]]`` and ``counts[d]`` with how many there were;
-    ``params`` and ``seq`` are :func:`neardup.methods.minhash.oph.oph_params` and :func:`~neardup.methods.minhash.oph.oph_sequence`."""
+    """Fill ``sigs[d]`` with the densified one-permutation MinHash (:mod:`neardup.methods.minhash.oph`)
+    of the shingles of ``data[starts[d]:ends[d]]`` and ``counts[d]`` with how many there were;
+    ``params`` and ``seq`` are :func:`~neardup.methods.minhash.oph.oph_params` and
+    :func:`~neardup.methods.minhash.oph.oph_sequence`."""
     buf, words, pos = doc_scratch(starts, ends)
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     bins = np.empty(pos.shape[0], dtype=np.uint64)

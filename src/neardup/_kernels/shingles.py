@@ -141,13 +141,16 @@ def _le8(buf, i):
     Written as byte loads so that a loop over consecutive ``i`` vectorizes (LLVM turns it into
     one unaligned 8-byte gather per lane)."""
     j = np.uint64(i)
-    return (np.uint64(buf[j]) | (np.uint64(buf[j + np.uint64(1)]) << np.uint64(8))
-            | (np.uint64(buf[j + np.uint64(2)]) << np.uint64(16))
-            | (np.uint64(buf[j + np.uint64(3)]) << np.uint64(24))
-            | (np.uint64(buf[j + np.uint64(4)]) << np.uint64(32))
-            | (np.uint64(buf[j + np.uint64(5)]) << np.uint64(40))
-            | (np.uint64(buf[j + np.uint64(6)]) << np.uint64(48))
-            | (np.uint64(buf[j + np.uint64(7)]) << np.uint64(56)))
+    return (
+        np.uint64(buf[j])
+        | (np.uint64(buf[j + np.uint64(1)]) << np.uint64(8))
+        | (np.uint64(buf[j + np.uint64(2)]) << np.uint64(16))
+        | (np.uint64(buf[j + np.uint64(3)]) << np.uint64(24))
+        | (np.uint64(buf[j + np.uint64(4)]) << np.uint64(32))
+        | (np.uint64(buf[j + np.uint64(5)]) << np.uint64(40))
+        | (np.uint64(buf[j + np.uint64(6)]) << np.uint64(48))
+        | (np.uint64(buf[j + np.uint64(7)]) << np.uint64(56))
+    )
 
 
 @nb.njit(cache=True, nogil=True)
@@ -296,7 +299,7 @@ def _hash_starts(buf, words, pos, m, n, cut, out, at, scratch):
     for b0 in range(0, m, HASH_BLOCK):
         bm = min(HASH_BLOCK, m - b0)
         p = pos[b0:]
-        o = out[at + b0:at + b0 + bm]
+        o = out[at + b0 : at + b0 + bm]
         longest = 0
         for s in range(bm):
             ln = _at(p, s + n) - cut - _at(p, s)
@@ -521,16 +524,15 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     pos = 0
     for d in range(ndoc):
-        c = doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos,
-                        scratch)
+        c = doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch)
         if unique and c > 1:
-            s = np.sort(out[pos:pos + c])
+            s = np.sort(out[pos : pos + c])
             k = 1
             for q in range(1, c):
                 if s[q] != s[k - 1]:
                     s[k] = s[q]
                     k += 1
-            out[pos:pos + k] = s[:k]
+            out[pos : pos + k] = s[:k]
             c = k
         pos += c
         doc_off[d + 1] = pos

@@ -144,8 +144,23 @@ def lookup_idf_weights(hashes, table_hashes, table_weights, directory, dir_shift
 
 
 @nb.njit(cache=True, nogil=True)
-def simhash_texts_kernel(data, offsets, table, kind, n, strip, salts, use_idf, idf_hashes, idf_weights,
-                         idf_dir, idf_shift, idf_default, out, counts):
+def simhash_texts_kernel(
+    data,
+    offsets,
+    table,
+    kind,
+    n,
+    strip,
+    salts,
+    use_idf,
+    idf_hashes,
+    idf_weights,
+    idf_dir,
+    idf_shift,
+    idf_default,
+    out,
+    counts,
+):
     """Fingerprint every document of the packed UTF-8 ``data``: its shingles are streamed by the
     shingling kernels into a per-document buffer and folded at once (no batch-wide CSR)."""
     buf, words, pos = doc_scratch(offsets[:-1], offsets[1:])
@@ -174,7 +189,7 @@ def df_batch(hashes, offsets):
     keys = hashes.copy()
     doc = np.empty(n, dtype=np.int64)
     for d in range(offsets.shape[0] - 1):
-        doc[offsets[d]:offsets[d + 1]] = d
+        doc[offsets[d] : offsets[d + 1]] = d
     radix_sort_with(keys, doc)  # stable: documents ascend inside a run of equal hashes
     oh = np.empty(n, dtype=np.uint64)
     oc = np.empty(n, dtype=np.int64)
@@ -187,7 +202,7 @@ def df_batch(hashes, offsets):
             q += 1
             oh[q] = keys[i]
             oc[q] = 1
-    return oh[:q + 1].copy(), oc[:q + 1].copy()
+    return oh[: q + 1].copy(), oc[: q + 1].copy()
 
 
 @nb.njit(cache=True, nogil=True)
@@ -205,4 +220,4 @@ def merge_counts(hashes, counts):
             q += 1
             keys[q] = keys[i]
             c[q] = c[i]
-    return keys[:q + 1].copy(), c[:q + 1].copy()
+    return keys[: q + 1].copy(), c[: q + 1].copy()

@@ -148,4 +148,4 @@ def unique_from_order(words, order):
     firsts = np.empty(ng, dtype=np.int64)
     for g in range(ng):
         firsts[g] = order[starts[g]]
-    return firsts, gid, starts[:ng + 1].copy()
+    return firsts, gid, starts[: ng + 1].copy()

@@ -164,7 +164,7 @@ def _wjaccard(values, counts, off, x, y, lx, ly):
 @nb.njit(cache=True, nogil=True)
 def _grow(arr, need):
     out = np.empty(max(2 * arr.shape[0], need, 64), dtype=arr.dtype)
-    out[:arr.shape[0]] = arr
+    out[: arr.shape[0]] = arr
     return out
 
 
@@ -180,8 +180,8 @@ def take_rows(values, counts, offsets, rows):
     c = np.empty(off[n], dtype=counts.dtype)
     for r in range(n):
         d = rows[r]
-        v[off[r]:off[r + 1]] = values[offsets[d]:offsets[d + 1]]
-        c[off[r]:off[r + 1]] = counts[offsets[d]:offsets[d + 1]]
+        v[off[r] : off[r + 1]] = values[offsets[d] : offsets[d + 1]]
+        c[off[r] : off[r + 1]] = counts[offsets[d] : offsets[d + 1]]
     return v, c, off
 
 

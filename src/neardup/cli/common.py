@@ -42,8 +42,11 @@ def pyplot():
     try:
         import matplotlib
     except ImportError:
-        click.echo("neardup: error: --plot needs matplotlib, an optional dependency; install it with "
-                   "pip install 'neardup[plot]' (or pip install matplotlib)", err=True)
+        click.echo(
+            "neardup: error: --plot needs matplotlib, an optional dependency; install it with "
+            "pip install 'neardup[plot]' (or pip install matplotlib)",
+            err=True,
+        )
         sys.exit(EXIT_DATA_ERROR)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

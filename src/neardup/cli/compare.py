@@ -19,19 +19,40 @@ from .options import shingling_option
 @click.argument("a")
 @click.argument("b")
 @click.option("--text", "literal", is_flag=True, help="A and B are the texts themselves, not file paths.")
-@click.option("--ngram", type=click.IntRange(min=1), default=None,
-              help=f"Word n-gram shingle size [default: {DEFAULT_NGRAM}].")
-@click.option("--char-ngram", type=click.IntRange(min=1), default=None,
-              help="Use character n-gram shingles of this size instead of word n-grams.")
+@click.option(
+    "--ngram", type=click.IntRange(min=1), default=None, help=f"Word n-gram shingle size [default: {DEFAULT_NGRAM}]."
+)
+@click.option(
+    "--char-ngram",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Use character n-gram shingles of this size instead of word n-grams.",
+)
 @click.option("--strip-punctuation", is_flag=True, help="Drop punctuation before character shingling.")
-@click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
-              help="MinHash signature length K.")
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True,
-              help="Seed of the MinHash permutations.")
-@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-              show_default=True, help="Confidence level of the MinHash interval.")
-@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
-              help="Shingles to list of each kind (shared, only in A, only in B).")
+@click.option(
+    "--num-perm",
+    type=click.IntRange(min=1),
+    default=DEFAULT_NUM_PERM,
+    show_default=True,
+    help="MinHash signature length K.",
+)
+@click.option(
+    "--seed", type=click.IntRange(0, 2**64 - 1), default=1, show_default=True, help="Seed of the MinHash permutations."
+)
+@click.option(
+    "--level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the MinHash interval.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Shingles to list of each kind (shared, only in A, only in B).",
+)
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON on stdout.")
 def compare_cmd(a, b, literal, ngram, char_ngram, strip_punctuation, num_perm, seed, level, limit, encoding, as_json):
@@ -72,8 +93,9 @@ def _read_text(path: str, encoding: str) -> str:
     except LookupError:
         raise click.BadParameter(f"unknown encoding {encoding!r}", param_hint="--encoding") from None
     except UnicodeDecodeError as exc:
-        raise NeardupError(f"{path}: not valid {encoding} at byte {exc.start}; try --encoding cp1252 "
-                           "or --encoding latin-1") from None
+        raise NeardupError(
+            f"{path}: not valid {encoding} at byte {exc.start}; try --encoding cp1252 or --encoding latin-1"
+        ) from None
 
 
 def _print_comparison(c, name_a: str, name_b: str) -> None:
@@ -95,15 +117,24 @@ def _print_comparison(c, name_a: str, name_b: str) -> None:
     table.add_row("containment A in B", f"{c.containment_a_in_b:.4f}  (|A n B| / |A|)")
     table.add_row("containment B in A", f"{c.containment_b_in_a:.4f}  (|A n B| / |B|)")
     m = c.minhash
-    table.add_row("MinHash estimate", f"{m.value:.4f}  ({m.matches} of {m.num_perm} slots; {m.level:.0%} "
-                                      f"{m.method} interval {m.low:.4f} - {m.high:.4f}; std. error {m.stderr:.4f})")
+    table.add_row(
+        "MinHash estimate",
+        f"{m.value:.4f}  ({m.matches} of {m.num_perm} slots; {m.level:.0%} "
+        f"{m.method} interval {m.low:.4f} - {m.high:.4f}; std. error {m.stderr:.4f})",
+    )
     if c.simhash is not None:
         s = c.simhash
-        table.add_row("SimHash", f"Hamming distance {s['distance']} of {s['bits']} bits (1 - d/f = "
-                                 f"{s['similarity']:.4f}, estimated cosine {s['cosine']:.4f})")
+        table.add_row(
+            "SimHash",
+            f"Hamming distance {s['distance']} of {s['bits']} bits (1 - d/f = "
+            f"{s['similarity']:.4f}, estimated cosine {s['cosine']:.4f})",
+        )
     console.print(table)
-    for title, items, total in (("shared", c.shared, c.n_shared), ("only in A", c.only_a, c.n_only_a),
-                                ("only in B", c.only_b, c.n_only_b)):
+    for title, items, total in (
+        ("shared", c.shared, c.n_shared),
+        ("only in A", c.only_a, c.n_only_a),
+        ("only in B", c.only_b, c.n_only_b),
+    ):
         more = f" (first {len(items)})" if total > len(items) else ""
         console.print(f"[bold]{title}: {total:,} shingles{more}[/bold]")
         for s in items:

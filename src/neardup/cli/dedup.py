@@ -35,32 +35,81 @@ def _check_output_path(ctx, param, value):
 
 @click.command("dedup", cls=MethodCommand, context_settings=SETTINGS)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-o", "--output", "output", required=True, callback=_check_output_path,
-              help="Where to write the kept records, with all their fields; the format follows the "
-                   "extension: .jsonl (.gz/.zst), .csv, .parquet.")
-@click.option("--keep", type=click.Choice(["first", "longest"]), default="first", show_default=True,
-              help="Which document of each cluster is kept.")
-@click.option("--clusters", "clusters_path", default=None, callback=_check_output_path,
-              help="Also write one row per document: id, cluster (id of its kept document), similarity.")
-@click.option("--pairs", "pairs_path", default=None, callback=_check_output_path,
-              help="Also write every verified pair: id_a, id_b, similarity.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    callback=_check_output_path,
+    help="Where to write the kept records, with all their fields; the format follows the "
+    "extension: .jsonl (.gz/.zst), .csv, .parquet.",
+)
+@click.option(
+    "--keep",
+    type=click.Choice(["first", "longest"]),
+    default="first",
+    show_default=True,
+    help="Which document of each cluster is kept.",
+)
+@click.option(
+    "--clusters",
+    "clusters_path",
+    default=None,
+    callback=_check_output_path,
+    help="Also write one row per document: id, cluster (id of its kept document), similarity.",
+)
+@click.option(
+    "--pairs",
+    "pairs_path",
+    default=None,
+    callback=_check_output_path,
+    help="Also write every verified pair: id_a, id_b, similarity.",
+)
 @add_method_options
 @click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
-@click.option("--id-field", default=None,
-              help="Field holding the document id [default: 'id' when present, else FILE:LINE].")
-@click.option("--html", is_flag=True, help="The text field holds HTML: remove markup before comparing "
-                                           "(.html/.htm files in a directory always are).")
+@click.option(
+    "--id-field", default=None, help="Field holding the document id [default: 'id' when present, else FILE:LINE]."
+)
+@click.option(
+    "--html",
+    is_flag=True,
+    help="The text field holds HTML: remove markup before comparing (.html/.htm files in a directory always are).",
+)
 @click.option("--main-content", is_flag=True, help="With HTML, keep only each page's main content block.")
-@click.option("--on-error", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
-              help="On a bad record: stop with an error naming file and line, or skip and count it.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Threads [default: all cores]; results do not depend on it.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True,
-              help="Documents per batch.")
+@click.option(
+    "--on-error",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    show_default=True,
+    help="On a bad record: stop with an error naming file and line, or skip and count it.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Threads [default: all cores]; results do not depend on it.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 @click.pass_context
-def dedup_cmd(ctx, inputs, output, method, keep, clusters_path, pairs_path, text_field, id_field, html,
-              main_content, on_error, workers, batch_size, quiet, **method_params):
+def dedup_cmd(
+    ctx,
+    inputs,
+    output,
+    method,
+    keep,
+    clusters_path,
+    pairs_path,
+    text_field,
+    id_field,
+    html,
+    main_content,
+    on_error,
+    workers,
+    batch_size,
+    quiet,
+    **method_params,
+):
     """Remove near-duplicates from INPUT files: JSONL (.gz/.zst), CSV, Parquet, or a directory of
     .txt/.html files.
 
@@ -84,14 +133,32 @@ def dedup_cmd(ctx, inputs, output, method, keep, clusters_path, pairs_path, text
     started = time.perf_counter()
     try:
         with _progress(show_progress) as progress:
-            result = dedup(inputs, config, keep=keep, workers=workers, batch_size=batch_size,
-                           text_field=text_field, id_field=id_field, on_error=on_error, html=html,
-                           main_content=main_content, want_pairs=pairs_path is not None,
-                           on_batch=progress.advance, on_stage=progress.stage)
+            result = dedup(
+                inputs,
+                config,
+                keep=keep,
+                workers=workers,
+                batch_size=batch_size,
+                text_field=text_field,
+                id_field=id_field,
+                on_error=on_error,
+                html=html,
+                main_content=main_content,
+                want_pairs=pairs_path is not None,
+                on_batch=progress.advance,
+                on_stage=progress.stage,
+            )
             progress.stage("writing")
             t0 = time.perf_counter()
-            write_kept(inputs, result.keep_mask, output, text_field=text_field, id_field=id_field,
-                          on_error=on_error, all_valid=result.read_stats.skipped == 0)
+            write_kept(
+                inputs,
+                result.keep_mask,
+                output,
+                text_field=text_field,
+                id_field=id_field,
+                on_error=on_error,
+                all_valid=result.read_stats.skipped == 0,
+            )
             if clusters_path:
                 _write_clusters(result, clusters_path)
             if pairs_path:
@@ -136,9 +203,14 @@ def _progress(enabled: bool):
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    progress = Progress(SpinnerColumn(finished_text="[green]done"), TextColumn("{task.description}"),
-                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
-                        console=Console(stderr=True), transient=True)
+    progress = Progress(
+        SpinnerColumn(finished_text="[green]done"),
+        TextColumn("{task.description}"),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
 
     class Display:
         def __init__(self) -> None:

@@ -21,18 +21,35 @@ from .common import (
 # --------------------------------------------------------------------------------------------
 # eval
 @click.command("eval", context_settings=SETTINGS)
-@click.option("--gold", "gold_path", required=True,
-              help="Gold labels: a clusters table (id, cluster) or a pairs table (id_a, id_b).")
-@click.option("--pred", "pred_path", required=True,
-              help="Predictions: `neardup dedup --clusters` or `--pairs` output, or any table of those forms.")
+@click.option(
+    "--gold",
+    "gold_path",
+    required=True,
+    help="Gold labels: a clusters table (id, cluster) or a pairs table (id_a, id_b).",
+)
+@click.option(
+    "--pred",
+    "pred_path",
+    required=True,
+    help="Predictions: `neardup dedup --clusters` or `--pairs` output, or any table of those forms.",
+)
 @click.option("--id-field", default="id", show_default=True, help="Id column of clusters tables.")
-@click.option("--gold-cluster-field", default=None,
-              help="Cluster column of the gold table [default: the first of cluster, group, cluster_id, label].")
+@click.option(
+    "--gold-cluster-field",
+    default=None,
+    help="Cluster column of the gold table [default: the first of cluster, group, cluster_id, label].",
+)
 @click.option("--pred-cluster-field", default=None, help="Cluster column of the predicted table [default: as gold].")
-@click.option("--sweep", is_flag=True,
-              help="Predicted pairs with similarities: P/R/F1 at every threshold, and the best F1.")
-@click.option("--plot", "plot_path", default=None, callback=check_plot_path,
-              help="With --sweep: draw the precision-recall curve to this image (needs matplotlib).")
+@click.option(
+    "--sweep", is_flag=True, help="Predicted pairs with similarities: P/R/F1 at every threshold, and the best F1."
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    callback=check_plot_path,
+    help="With --sweep: draw the precision-recall curve to this image (needs matplotlib).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON on stdout.")
 def eval_cmd(gold_path, pred_path, id_field, gold_cluster_field, pred_cluster_field, sweep, plot_path, as_json):
     """Score predicted near-duplicates against gold labels.
@@ -60,11 +77,18 @@ def eval_cmd(gold_path, pred_path, id_field, gold_cluster_field, pred_cluster_fi
         sw = None
         if sweep:
             if not isinstance(pred, Pairs) or pred.similarity is None:
-                raise NeardupError(f"{pred_path}: --sweep needs a pairs table with a similarity column "
-                                   "(id_a, id_b, similarity), e.g. `neardup dedup --pairs` output")
+                raise NeardupError(
+                    f"{pred_path}: --sweep needs a pairs table with a similarity column "
+                    "(id_a, id_b, similarity), e.g. `neardup dedup --pairs` output"
+                )
             sw = threshold_sweep(pred, gold)
-    out = {"gold": gold_path, "pred": pred_path, "pred_kind": "pairs" if isinstance(pred, Pairs) else "clusters",
-           "gold_kind": "pairs" if isinstance(gold, Pairs) else "clusters", **scores.as_dict()}
+    out = {
+        "gold": gold_path,
+        "pred": pred_path,
+        "pred_kind": "pairs" if isinstance(pred, Pairs) else "clusters",
+        "gold_kind": "pairs" if isinstance(gold, Pairs) else "clusters",
+        **scores.as_dict(),
+    }
     if sw is not None:
         out["sweep"] = _sweep_dict(sw)
     if plot_path and sw is not None:
@@ -87,12 +111,23 @@ def _sweep_dict(sw) -> dict:
             t -= 0.05
     return {
         "positives": sw.positives,
-        "best": None if k < 0 else {"threshold": float(sw.threshold[k]), "precision": float(sw.precision[k]),
-                                    "recall": float(sw.recall[k]), "f1": float(sw.f1[k]), "pairs": int(sw.kept[k])},
+        "best": None
+        if k < 0
+        else {
+            "threshold": float(sw.threshold[k]),
+            "precision": float(sw.precision[k]),
+            "recall": float(sw.recall[k]),
+            "f1": float(sw.f1[k]),
+            "pairs": int(sw.kept[k]),
+        },
         "lowest_similarity": float(sw.threshold.min()) if len(sw.threshold) else None,
         "grid": grid,
-        "curve": {"threshold": sw.threshold.tolist(), "precision": sw.precision.tolist(),
-                  "recall": sw.recall.tolist(), "f1": sw.f1.tolist()},
+        "curve": {
+            "threshold": sw.threshold.tolist(),
+            "precision": sw.precision.tolist(),
+            "recall": sw.recall.tolist(),
+            "f1": sw.f1.tolist(),
+        },
     }
 
 
@@ -121,16 +156,20 @@ def _print_scores(o: dict) -> None:
     if best is None:
         console.print("no predicted pairs to sweep")
         return
-    console.print(f"[bold]best F1 {best['f1']:.4f}[/bold] at similarity >= {best['threshold']:.4f} "
-                  f"(precision {best['precision']:.4f}, recall {best['recall']:.4f}, {best['pairs']:,} pairs)")
+    console.print(
+        f"[bold]best F1 {best['f1']:.4f}[/bold] at similarity >= {best['threshold']:.4f} "
+        f"(precision {best['precision']:.4f}, recall {best['recall']:.4f}, {best['pairs']:,} pairs)"
+    )
     grid = Table(title="threshold sweep", title_justify="left")
     for name in ("threshold", "precision", "recall", "F1"):
         grid.add_column(name, justify="right")
     for g in sw["grid"]:
         grid.add_row(f"{g['threshold']:.2f}", f"{g['precision']:.4f}", f"{g['recall']:.4f}", f"{g['f1']:.4f}")
     console.print(grid)
-    console.print(f"[dim]pairs below {sw['lowest_similarity']:.4f} are not in the predicted table; to sweep lower, "
-                  "run dedup with a lower --threshold.[/dim]")
+    console.print(
+        f"[dim]pairs below {sw['lowest_similarity']:.4f} are not in the predicted table; to sweep lower, "
+        "run dedup with a lower --threshold.[/dim]"
+    )
 
 
 def _plot_pr(sw, path: str) -> None:
@@ -139,8 +178,13 @@ def _plot_pr(sw, path: str) -> None:
     ax.plot(sw.recall, sw.precision, marker=".", markersize=3, linewidth=1)
     k = sw.best
     if k >= 0:
-        ax.plot([sw.recall[k]], [sw.precision[k]], "o", color="crimson",
-                label=f"best F1 {sw.f1[k]:.3f} at >= {sw.threshold[k]:.3f}")
+        ax.plot(
+            [sw.recall[k]],
+            [sw.precision[k]],
+            "o",
+            color="crimson",
+            label=f"best F1 {sw.f1[k]:.3f} at >= {sw.threshold[k]:.3f}",
+        )
         ax.legend(loc="lower left", fontsize=8)
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")

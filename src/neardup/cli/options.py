@@ -35,14 +35,22 @@ from ..methods.base import MethodConfig, Param
 from ..methods.registry import get_method, method_names
 from ..text.shingles import Shingling
 
-__all__ = ["MethodCommand", "MethodOption", "add_method_options", "build_config", "method_options",
-           "reject_foreign_options", "shingling_option"]
+__all__ = [
+    "MethodCommand",
+    "MethodOption",
+    "add_method_options",
+    "build_config",
+    "method_options",
+    "reject_foreign_options",
+    "shingling_option",
+]
 
 SHINGLING_FLAGS = ("ngram", "char_ngram", "strip_punctuation")
 
 
-def shingling_option(ngram: int | None, char_ngram: int | None, strip_punctuation: bool,
-                     default: Shingling) -> Shingling:
+def shingling_option(
+    ngram: int | None, char_ngram: int | None, strip_punctuation: bool, default: Shingling
+) -> Shingling:
     """The Shingling chosen by ``--ngram`` / ``--char-ngram`` / ``--strip-punctuation`` (word
     n-grams of the default size when neither size is given)."""
     if ngram is not None and char_ngram is not None:
@@ -75,8 +83,9 @@ def _click_type(constraint: Constraint) -> tuple[Any, dict[str, Any]]:
     if isinstance(constraint, Integer):
         return click.IntRange(constraint.low, constraint.high), {}
     if isinstance(constraint, Real):
-        return click.FloatRange(constraint.low, constraint.high, min_open=constraint.low_open,
-                                max_open=constraint.high_open), {}
+        return click.FloatRange(
+            constraint.low, constraint.high, min_open=constraint.low_open, max_open=constraint.high_open
+        ), {}
     if isinstance(constraint, Choice):
         return click.Choice([str(o) for o in constraint.options]), {}
     if isinstance(constraint, Range):
@@ -99,12 +108,24 @@ def _field_options(cls: type[MethodConfig], f: dataclasses.Field, spec: Param) -
     default = cls.default_of(f)
     if cli.composite == "shingling":
         return [
-            ("ngram", ("--ngram",), {"type": click.IntRange(min=1, max=256), "default": None},
-             f"word n-gram shingle size [default: {default.n if default.kind == 'word' else 5}]"),
-            ("char_ngram", ("--char-ngram",), {"type": click.IntRange(min=1, max=256), "default": None},
-             "use character n-gram shingles of this size instead of word n-grams"),
-            ("strip_punctuation", ("--strip-punctuation",), {"is_flag": True, "default": None},
-             "drop punctuation before character shingling"),
+            (
+                "ngram",
+                ("--ngram",),
+                {"type": click.IntRange(min=1, max=256), "default": None},
+                f"word n-gram shingle size [default: {default.n if default.kind == 'word' else 5}]",
+            ),
+            (
+                "char_ngram",
+                ("--char-ngram",),
+                {"type": click.IntRange(min=1, max=256), "default": None},
+                "use character n-gram shingles of this size instead of word n-grams",
+            ),
+            (
+                "strip_punctuation",
+                ("--strip-punctuation",),
+                {"is_flag": True, "default": None},
+                "drop punctuation before character shingling",
+            ),
         ]
     flag = cli.flag or "--" + f.name.replace("_", "-")
     help_text = spec.help.rstrip(".")
@@ -117,7 +138,7 @@ def _field_options(cls: type[MethodConfig], f: dataclasses.Field, spec: Param) -
     kwargs: dict[str, Any] = {"default": None}
     if cli.path:
         kwargs["type"] = click.Path(dir_okay=False)
-    elif isinstance(constraint, Optional) and isinstance(constraint.inner, Words) or isinstance(constraint, Words):
+    elif (isinstance(constraint, Optional) and isinstance(constraint.inner, Words)) or isinstance(constraint, Words):
         kwargs["type"] = str
     else:
         kwargs["type"], extra = _click_type(constraint)
@@ -162,13 +183,16 @@ def add_method_options(command: Callable) -> Callable:
         command = click.option(*opt.decls, help=_help(opt), **opt.kwargs)(command)
     names = method_names()
     lines = "; ".join(f"{n}: {get_method(n).summary}" for n in names)
-    return click.option("--method", type=click.Choice(names), default=names[0], show_default=True,
-                        help=lines + ".")(command)
+    return click.option("--method", type=click.Choice(names), default=names[0], show_default=True, help=lines + ".")(
+        command
+    )
 
 
 def _given(ctx: click.Context, name: str) -> bool:
-    return ctx.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
-                                              click.core.ParameterSource.ENVIRONMENT)
+    return ctx.get_parameter_source(name) in (
+        click.core.ParameterSource.COMMANDLINE,
+        click.core.ParameterSource.ENVIRONMENT,
+    )
 
 
 def reject_foreign_options(ctx: click.Context, method: str) -> None:
@@ -193,10 +217,13 @@ def build_config(ctx: click.Context, method: str, params: dict[str, Any]) -> Met
             continue
         if cli.composite == "shingling":
             if any(_given(ctx, n) for n in SHINGLING_FLAGS):
-                values[f.name] = shingling_option(params["ngram"], params["char_ngram"],
-                                                  params["strip_punctuation"], cls.default_of(f))
+                values[f.name] = shingling_option(
+                    params["ngram"], params["char_ngram"], params["strip_punctuation"], cls.default_of(f)
+                )
             continue
-        name = (cli.flag or f.name).lstrip("-").replace("-", "_") if not isinstance(spec.constraint, Boolean) else f.name
+        name = (
+            (cli.flag or f.name).lstrip("-").replace("-", "_") if not isinstance(spec.constraint, Boolean) else f.name
+        )
         if not _given(ctx, name):
             continue
         value = params[name]

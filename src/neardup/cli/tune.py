@@ -28,22 +28,60 @@ def _p(x: float) -> str:
 # --------------------------------------------------------------------------------------------
 # tune
 @click.command("tune", context_settings=SETTINGS)
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_THRESHOLD,
-              show_default=True, help="Jaccard similarity at or above which documents are near-duplicates.")
-@click.option("--num-perm", type=click.IntRange(min=1), default=DEFAULT_NUM_PERM, show_default=True,
-              help="MinHash signature length K.")
-@click.option("--bands", type=click.IntRange(min=1), default=None,
-              help="Evaluate this number of bands b instead of the optimal banding.")
-@click.option("--rows", type=click.IntRange(min=1), default=None,
-              help="Evaluate this number of rows per band r instead of the optimal banding.")
-@click.option("--fp-weight", type=click.FloatRange(min=0), default=DEFAULT_FP_WEIGHT, show_default=True,
-              help="Weight of the false positive area in the objective.")
-@click.option("--fn-weight", type=click.FloatRange(min=0), default=DEFAULT_FN_WEIGHT, show_default=True,
-              help="Weight of the false negative area in the objective.")
-@click.option("--alternatives", type=click.IntRange(min=0), default=8, show_default=True,
-              help="How many of the best bandings to list.")
-@click.option("--plot", "plot_path", default=None, callback=check_plot_path,
-              help="Draw the S-curve to this image (.png, .svg, .pdf; needs matplotlib).")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="Jaccard similarity at or above which documents are near-duplicates.",
+)
+@click.option(
+    "--num-perm",
+    type=click.IntRange(min=1),
+    default=DEFAULT_NUM_PERM,
+    show_default=True,
+    help="MinHash signature length K.",
+)
+@click.option(
+    "--bands",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluate this number of bands b instead of the optimal banding.",
+)
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluate this number of rows per band r instead of the optimal banding.",
+)
+@click.option(
+    "--fp-weight",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_FP_WEIGHT,
+    show_default=True,
+    help="Weight of the false positive area in the objective.",
+)
+@click.option(
+    "--fn-weight",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_FN_WEIGHT,
+    show_default=True,
+    help="Weight of the false negative area in the objective.",
+)
+@click.option(
+    "--alternatives",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="How many of the best bandings to list.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    callback=check_plot_path,
+    help="Draw the S-curve to this image (.png, .svg, .pdf; needs matplotlib).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 def tune_cmd(threshold, num_perm, bands, rows, fp_weight, fn_weight, alternatives, plot_path, as_json):
     """Choose the LSH banding for a threshold and K, and show the errors to expect.
@@ -64,8 +102,16 @@ def tune_cmd(threshold, num_perm, bands, rows, fp_weight, fn_weight, alternative
         raise click.UsageError("--fp-weight and --fn-weight cannot both be 0")
     sims = sorted({round(0.1 * i, 1) for i in range(1, 11)} | {threshold})
     try:
-        result = tuning(threshold, num_perm, bands=bands, rows=rows, fp_weight=fp_weight, fn_weight=fn_weight,
-                        alternatives=alternatives, similarities=sims)
+        result = tuning(
+            threshold,
+            num_perm,
+            bands=bands,
+            rows=rows,
+            fp_weight=fp_weight,
+            fn_weight=fn_weight,
+            alternatives=alternatives,
+            similarities=sims,
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     if plot_path:
@@ -94,22 +140,38 @@ def _print_tuning(r: dict) -> None:
         head.add_row("", f"{r['num_perm'] - r['bands'] * r['rows']} slots are not banded (still used to verify)")
     head.add_row("effective threshold", f"(1/b)^(1/r) = {r['effective_threshold']:.4f}")
     head.add_row("candidates", f"FP area {r['fp_area']:.5f}, FN area {r['fn_area']:.5f}")
-    head.add_row("reported", f"FP area {r['reported_fp_area']:.5f}, FN area {r['reported_fn_area']:.5f} "
-                             "(after signature verification)")
+    head.add_row(
+        "reported",
+        f"FP area {r['reported_fp_area']:.5f}, FN area {r['reported_fn_area']:.5f} (after signature verification)",
+    )
     console.print(head)
     table = Table(title="probability that a pair of Jaccard similarity s ...", title_justify="left")
-    for name in ("s", "becomes a candidate", "passes verification", "is reported", "product (approx.)",
-                 "reported, --verify exact"):
+    for name in (
+        "s",
+        "becomes a candidate",
+        "passes verification",
+        "is reported",
+        "product (approx.)",
+        "reported, --verify exact",
+    ):
         table.add_column(name, justify="right")
     for row in r["similarities"]:
         mark = " <- t" if row["similarity"] == t else ""
-        table.add_row(f"{row['similarity']:g}{mark}", _p(row["candidate"]), _p(row["accept"]), _p(row["reported"]),
-                      _p(row["reported_approx"]), _p(row["reported_exact_verify"]))
+        table.add_row(
+            f"{row['similarity']:g}{mark}",
+            _p(row["candidate"]),
+            _p(row["accept"]),
+            _p(row["reported"]),
+            _p(row["reported_approx"]),
+            _p(row["reported_exact_verify"]),
+        )
     console.print(table)
-    console.print("[dim]passes verification: P(r/K >= t), r ~ Binomial(K, s). is reported: P(candidate and passes), "
-                  "exact under the independent-slots model; the product of the two columns ignores their "
-                  "positive correlation and is a lower bound. FP/FN areas: integrals of P(s) below t and "
-                  "of 1 - P(s) above t.[/dim]")
+    console.print(
+        "[dim]passes verification: P(r/K >= t), r ~ Binomial(K, s). is reported: P(candidate and passes), "
+        "exact under the independent-slots model; the product of the two columns ignores their "
+        "positive correlation and is a lower bound. FP/FN areas: integrals of P(s) below t and "
+        "of 1 - P(s) above t.[/dim]"
+    )
     if r["alternatives"]:
         alt = Table(title="best bandings by the weighted objective", title_justify="left")
         for name in ("b", "r", "(1/b)^(1/r)", "FP area", "FN area", "objective", "P(t)"):
@@ -117,8 +179,16 @@ def _print_tuning(r: dict) -> None:
         for a in r["alternatives"]:
             chosen = a["bands"] == r["bands"] and a["rows"] == r["rows"]
             style = "bold green" if chosen else None
-            alt.add_row(str(a["bands"]), str(a["rows"]), f"{a['effective_threshold']:.3f}", f"{a['fp_area']:.5f}",
-                        f"{a['fn_area']:.5f}", f"{a['objective']:.6f}", _p(a["candidate_at_threshold"]), style=style)
+            alt.add_row(
+                str(a["bands"]),
+                str(a["rows"]),
+                f"{a['effective_threshold']:.3f}",
+                f"{a['fp_area']:.5f}",
+                f"{a['fn_area']:.5f}",
+                f"{a['objective']:.6f}",
+                _p(a["candidate_at_threshold"]),
+                style=style,
+            )
         console.print(alt)
 
 
@@ -135,8 +205,13 @@ def _plot_scurve(r: dict, path: str) -> None:
     ax.plot(s, candidate_probability(s, b, rows), label=f"candidate: 1-(1-s^{rows})^{b}")
     ax.plot(s, reported_probability(s, k, b, rows, t), label="reported (candidate and estimate >= t)")
     ax.axvline(t, color="black", linestyle="--", linewidth=1, label=f"threshold t = {t:g}")
-    ax.axvline(r["effective_threshold"], color="grey", linestyle=":", linewidth=1,
-               label=f"(1/b)^(1/r) = {r['effective_threshold']:.3f}")
+    ax.axvline(
+        r["effective_threshold"],
+        color="grey",
+        linestyle=":",
+        linewidth=1,
+        label=f"(1/b)^(1/r) = {r['effective_threshold']:.3f}",
+    )
     ax.set_xlabel("Jaccard similarity s")
     ax.set_ylabel("probability")
     ax.set_title(f"LSH S-curve: b = {b}, r = {rows}, K = {k}")

@@ -34,8 +34,9 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return roots(parent)
 
 
-def choose_kept(root: np.ndarray, keep: Literal["first", "longest"] = "first",
-                lengths: np.ndarray | None = None) -> np.ndarray:
+def choose_kept(
+    root: np.ndarray, keep: Literal["first", "longest"] = "first", lengths: np.ndarray | None = None
+) -> np.ndarray:
     """The kept document of every element's cluster.
 
     ``first`` keeps the earliest document (the root); ``longest`` the one with the greatest

@@ -15,7 +15,7 @@ as a merge in O(|A| + |B|).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .._kernels.measures import all_pairs_kernel
 

@@ -104,8 +104,9 @@ class Record:
         fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
         unknown = sorted(set(data) - set(fields))
         if unknown:
-            raise ParameterError(f"{cls.__name__} has no field(s) {', '.join(map(repr, unknown))}; "
-                                 f"its fields are {', '.join(fields)}")
+            raise ParameterError(
+                f"{cls.__name__} has no field(s) {', '.join(map(repr, unknown))}; its fields are {', '.join(fields)}"
+            )
         kwargs = {name: _decode(hints.get(name, Any), value, f"{cls.__name__}.{name}") for name, value in data.items()}
         return cls(**kwargs)
 
@@ -140,7 +141,8 @@ class Scheme(Record):
         if not isinstance(version, int) or version > current:
             raise IncompatibleSketchError(
                 f"this {cls.kind} scheme was written with format version {version!r}; this neardup reads "
-                f"format version {current} and older: upgrade neardup to read it")
+                f"format version {current} and older: upgrade neardup to read it"
+            )
         return super().from_dict.__func__(cls, data)
 
 

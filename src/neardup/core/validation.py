@@ -215,7 +215,7 @@ class Range(Constraint):
     inner: Constraint
 
     def check(self, name: str, value: Any) -> tuple:
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and not isinstance(value, np.ndarray):
+        if isinstance(value, (str, bytes)) or (not isinstance(value, Sequence) and not isinstance(value, np.ndarray)):
             raise self._type_error(name, value)
         if len(value) != 2:
             raise self._value_error(name, value)
@@ -276,8 +276,15 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     return Integer(low, high).check(name, value)
 
 
-def check_real(name: str, value: Any, low: float | None = None, high: float | None = None, *,
-               low_open: bool = False, high_open: bool = False) -> float:
+def check_real(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
     """``value`` as a float in the interval, or a parameter error."""
     return Real(low, high, low_open, high_open).check(name, value)
 

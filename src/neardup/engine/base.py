@@ -81,13 +81,28 @@ class JobResult:
 class Engine(Protocol):
     """Runs plans; see the module docs."""
 
-    def run(self, plan: Plan, source: DocumentSource, *, keep: Keep = "first", want_pairs: bool = False,
-            progress: Progress | None = None) -> JobResult: ...
+    def run(
+        self,
+        plan: Plan,
+        source: DocumentSource,
+        *,
+        keep: Keep = "first",
+        want_pairs: bool = False,
+        progress: Progress | None = None,
+    ) -> JobResult: ...
 
 
-def finish_job(plan: Plan, state: dict[str, Any], groups: ExactGroups | None, ids: list[str],
-               lengths: np.ndarray, keep: Keep, want_pairs: bool, counters: dict[str, float],
-               timings: dict[str, float]) -> JobResult:
+def finish_job(
+    plan: Plan,
+    state: dict[str, Any],
+    groups: ExactGroups | None,
+    ids: list[str],
+    lengths: np.ndarray,
+    keep: Keep,
+    want_pairs: bool,
+    counters: dict[str, float],
+    timings: dict[str, float],
+) -> JobResult:
     """The :class:`JobResult` of a plan whose stages have run, ``state`` holding ``root``, ``empty``
     and (with ``want_pairs``) ``pairs`` over the documents the stages saw: every document, or the
     representatives of the exact pre-pass ``groups``.

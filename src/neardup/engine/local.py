@@ -118,8 +118,15 @@ class LocalEngine:
     def __repr__(self) -> str:
         return f"LocalEngine(workers={self.workers})"
 
-    def run(self, plan: Plan, source: DocumentSource, *, keep: Keep = "first", want_pairs: bool = False,
-            progress: Progress | None = None) -> JobResult:
+    def run(
+        self,
+        plan: Plan,
+        source: DocumentSource,
+        *,
+        keep: Keep = "first",
+        want_pairs: bool = False,
+        progress: Progress | None = None,
+    ) -> JobResult:
         """Run ``plan`` over ``source``; see :class:`~neardup.engine.base.Engine`."""
         progress = progress or NoProgress()
         config = plan.config
@@ -140,8 +147,9 @@ class LocalEngine:
                     reducer = stage.reduce(config)
                     if first:
                         admission = ExactPrepass() if plan.prepass is not None else None
-                        for batch, lens, part in self._first_scan(stage, config, inputs, source, plan.prepass,
-                                                                  admission, threads):
+                        for batch, lens, part in self._first_scan(
+                            stage, config, inputs, source, plan.prepass, admission, threads
+                        ):
                             ids.extend(batch.ids)
                             lengths.append(lens)
                             if part is not None:
@@ -175,8 +183,15 @@ class LocalEngine:
         return stage.local(config, ctx, *inputs)
 
     @staticmethod
-    def _first_scan(stage: Scan, config: Any, inputs: list[Any], source: DocumentSource, prepass: Prepass | None,
-                    admission: ExactPrepass | None, threads: Threads):
+    def _first_scan(
+        stage: Scan,
+        config: Any,
+        inputs: list[Any],
+        source: DocumentSource,
+        prepass: Prepass | None,
+        admission: ExactPrepass | None,
+        threads: Threads,
+    ):
         if admission is None:
             yield from threads.stream(partial(_whole, stage, config, inputs), source())
             return

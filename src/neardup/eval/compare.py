@@ -41,15 +41,18 @@ def shingle_strings(text: str, shingling: Shingling = Shingling()) -> list[str]:
         units = tokenize(text, nfkc=shingling.nfkc, casefold=shingling.casefold)
         sep = " "
     else:
-        units = list(char_stream(text, strip_punctuation=shingling.strip_punctuation, nfkc=shingling.nfkc,
-                                 casefold=shingling.casefold))
+        units = list(
+            char_stream(
+                text, strip_punctuation=shingling.strip_punctuation, nfkc=shingling.nfkc, casefold=shingling.casefold
+            )
+        )
         sep = ""
     n = shingling.n
     if not units:
         return []
     if len(units) < n:
         return [sep.join(units)]
-    return [sep.join(units[i: i + n]) for i in range(len(units) - n + 1)]
+    return [sep.join(units[i : i + n]) for i in range(len(units) - n + 1)]
 
 
 @dataclass(frozen=True)
@@ -89,16 +92,24 @@ class Comparison:
         return asdict(self)
 
 
-def compare(a: str, b: str, shingling: Shingling = Shingling(), *, num_perm: int = 128, seed: int = 1,
-            level: float = 0.95, limit: int | None = 20) -> Comparison:
+def compare(
+    a: str,
+    b: str,
+    shingling: Shingling = Shingling(),
+    *,
+    num_perm: int = 128,
+    seed: int = 1,
+    level: float = 0.95,
+    limit: int | None = 20,
+) -> Comparison:
     """Compare two texts by every measure neardup offers (see :class:`Comparison`).
 
     ``limit`` caps each list of shingle strings (``None``: all of them).
     """
     sets, set_off = shingle_batch([a, b], shingling)
     bags, bag_off = shingle_batch([a, b], shingling, unique=False)
-    set_a, set_b = sets[set_off[0]: set_off[1]], sets[set_off[1]: set_off[2]]
-    bag_a, bag_b = bags[bag_off[0]: bag_off[1]], bags[bag_off[1]: bag_off[2]]
+    set_a, set_b = sets[set_off[0] : set_off[1]], sets[set_off[1] : set_off[2]]
+    bag_a, bag_b = bags[bag_off[0] : bag_off[1]], bags[bag_off[1] : bag_off[2]]
     sigs = MinHasher(num_perm=num_perm, seed=seed, shingling=shingling).sign([a, b])
     strings_a, strings_b = shingle_strings(a, shingling), shingle_strings(b, shingling)
     in_a, in_b = set(strings_a), set(strings_b)
@@ -116,8 +127,12 @@ def compare(a: str, b: str, shingling: Shingling = Shingling(), *, num_perm: int
         containment_b_in_a=float(containment_sorted(set_b, set_a)),
         minhash=sigs.estimate(0, j=1, level=level),
         simhash=simhash_distance(a, b, shingling, seed=seed),
-        shared=shared[cut], only_a=only_a[cut], only_b=only_b[cut],
-        n_shared=len(shared), n_only_a=len(only_a), n_only_b=len(only_b),
+        shared=shared[cut],
+        only_a=only_a[cut],
+        only_b=only_b[cut],
+        n_shared=len(shared),
+        n_only_a=len(only_a),
+        n_only_b=len(only_b),
     )
 
 
@@ -125,8 +140,9 @@ def _ordered(items) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def simhash_distance(a: str, b: str, shingling: Shingling | None = None, *, seed: int = 1,
-                     bits: int = 64) -> dict | None:
+def simhash_distance(
+    a: str, b: str, shingling: Shingling | None = None, *, seed: int = 1, bits: int = 64
+) -> dict | None:
     """``{"distance", "bits", "similarity", "cosine"}`` of the two texts' SimHash fingerprints
     (shingle counts as weights; similarity = 1 - distance / bits, cosine = cos(pi distance / bits)),
     or ``None`` when :mod:`neardup.methods.simhash` is not available.
@@ -137,5 +153,9 @@ def simhash_distance(a: str, b: str, shingling: Shingling | None = None, *, seed
         return None
     fps = SimHasher(bits=bits, seed=seed, shingling=shingling).sign([a, b])
     distance = fps.hamming(0, j=1)
-    return {"distance": distance, "bits": fps.bits, "similarity": 1.0 - distance / fps.bits,
-            "cosine": fps.cosine(0, j=1)}
+    return {
+        "distance": distance,
+        "bits": fps.bits,
+        "similarity": 1.0 - distance / fps.bits,
+        "cosine": fps.cosine(0, j=1),
+    }

@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import orjson
@@ -143,10 +144,10 @@ def _encode(pred: Labels, gold: Labels) -> tuple[_Encoded, _Encoded, int, int, i
     n = len(encoded.dictionary)
     pieces, lo = [], 0
     for arr in arrays:
-        pieces.append(codes[lo: lo + len(arr)])
+        pieces.append(codes[lo : lo + len(arr)])
         lo += len(arr)
     gold_codes = pieces[: len(parts[0])]
-    pred_codes = pieces[len(parts[0]):]
+    pred_codes = pieces[len(parts[0]) :]
     in_gold = np.zeros(n, dtype=bool)
     in_pred = np.zeros(n, dtype=bool)
     for c in gold_codes:
@@ -346,8 +347,21 @@ def evaluate(pred: Labels, gold: Labels) -> Scores:
     if big.any():
         macro = float(np.mean(2 * tp_g[big] / (touch_g[big] + gold_g[big])))
     pred_sizes = np.bincount(p.labels, minlength=n)
-    return Scores(n, only_pred, only_gold, ngold, npred, tp, precision, recall, f1, macro,
-                  int(np.count_nonzero(big)), int(np.count_nonzero(pred_sizes >= 2)), _ari(g.labels, p.labels))
+    return Scores(
+        n,
+        only_pred,
+        only_gold,
+        ngold,
+        npred,
+        tp,
+        precision,
+        recall,
+        f1,
+        macro,
+        int(np.count_nonzero(big)),
+        int(np.count_nonzero(pred_sizes >= 2)),
+        _ari(g.labels, p.labels),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,8 +463,12 @@ def read_labels(path: str | os.PathLike, *, id_field: str = "id", cluster_field:
     name = str(path)
     fmt = input_format(name)
     if fmt == "txtdir":
-        raise InputError(name, None, "expected a pairs or clusters table (.jsonl, .csv, .parquet), got a directory",
-                         reason="unknown format")
+        raise InputError(
+            name,
+            None,
+            "expected a pairs or clusters table (.jsonl, .csv, .parquet), got a directory",
+            reason="unknown format",
+        )
     try:
         if fmt == "jsonl":
             columns, where = _read_jsonl_columns(name, id_field, cluster_field)
@@ -496,10 +514,12 @@ def _choose_kind(name: str, names: list[str], id_field: str, cluster_field: str 
     if id_field in names and found is not None:
         return "clusters", [id_field, found]
     raise InputError(
-        name, None,
+        name,
+        None,
         f"not a pairs table (id_a, id_b[, similarity]) nor a clusters table ({id_field!r} and "
         f"{' or '.join(repr(c) for c in wanted)}); its columns are {', '.join(map(repr, names)) or 'none'}",
-        reason="invalid")
+        reason="invalid",
+    )
 
 
 def _read_table_columns(name: str, fmt: str, id_field: str, cluster_field: str | None) -> dict[str, pa.Array]:
@@ -508,8 +528,12 @@ def _read_table_columns(name: str, fmt: str, id_field: str, cluster_field: str |
         table = pq.read_table(name)
     else:
         with pa.input_stream(name, compression="detect") as stream:
-            table = pacsv.read_csv(stream, convert_options=pacsv.ConvertOptions(
-                column_types={c: pa.string() for c in text_cols}, strings_can_be_null=True, null_values=[""]))
+            table = pacsv.read_csv(
+                stream,
+                convert_options=pacsv.ConvertOptions(
+                    column_types={c: pa.string() for c in text_cols}, strings_can_be_null=True, null_values=[""]
+                ),
+            )
     return {c: table.column(c).combine_chunks() for c in table.column_names}
 
 
@@ -590,9 +614,9 @@ def reported_probability(s, num_perm: int, bands: int, rows: int, threshold: flo
         new_none = np.zeros_like(none_full)
         new_some = np.zeros_like(some_full)
         for x in range(r + 1):
-            fx = f[:, x: x + 1]
-            new_some[:, x: x + hi] += some_full[:, :hi] * fx
-            (new_some if x == r else new_none)[:, x: x + hi] += none_full[:, :hi] * fx
+            fx = f[:, x : x + 1]
+            new_some[:, x : x + hi] += some_full[:, :hi] * fx
+            (new_some if x == r else new_none)[:, x : x + hi] += none_full[:, :hi] * fx
         none_full, some_full = new_none, new_some
     return _finish(some_full, s, k, b, r, need)
 
@@ -618,7 +642,7 @@ def _reported_args(s, num_perm, bands, rows, threshold):
     k, b, r = int(num_perm), int(bands), int(rows)
     if b * r > k:
         raise ValueError(f"bands * rows must be <= num_perm, got {b} * {r} > {k}")
-    return s, k, b, r, int(math.ceil(threshold * k - 1e-9))
+    return s, k, b, r, math.ceil(threshold * k - 1e-9)
 
 
 def _finish(some_full: np.ndarray, s: np.ndarray, k: int, b: int, r: int, need: int) -> np.ndarray:
@@ -641,9 +665,17 @@ def _binomial_pmf(s: np.ndarray, n: int) -> np.ndarray:
     return np.nan_to_num(out, nan=0.0)
 
 
-def tuning(threshold: float, num_perm: int, *, bands: int | None = None, rows: int | None = None,
-           fp_weight: float | None = None, fn_weight: float | None = None, alternatives: int = 8,
-           similarities: Sequence[float] = tuple(round(0.1 * i, 1) for i in range(1, 11))) -> dict:
+def tuning(
+    threshold: float,
+    num_perm: int,
+    *,
+    bands: int | None = None,
+    rows: int | None = None,
+    fp_weight: float | None = None,
+    fn_weight: float | None = None,
+    alternatives: int = 8,
+    similarities: Sequence[float] = tuple(round(0.1 * i, 1) for i in range(1, 11)),
+) -> dict:
     """Everything ``neardup tune`` shows, as a JSON-ready dict.
 
     Keys: the banding (``bands``, ``rows``, ``effective_threshold``, ``chosen``: "optimal" or
@@ -671,8 +703,14 @@ def tuning(threshold: float, num_perm: int, *, bands: int | None = None, rows: i
     accept = np.array([acceptance_probability(float(x), k, t) for x in sims])
     reported = reported_probability(sims, k, b, r, t)
     table = [
-        {"similarity": float(x), "candidate": float(c), "accept": float(a), "reported": float(p),
-         "reported_approx": float(c * a), "reported_exact_verify": float(c) if x >= t else 0.0}
+        {
+            "similarity": float(x),
+            "candidate": float(c),
+            "accept": float(a),
+            "reported": float(p),
+            "reported_approx": float(c * a),
+            "reported_exact_verify": float(c) if x >= t else 0.0,
+        }
         for x, c, a, p in zip(sims, cand, accept, reported)
     ]
     # reported areas: P(reported) is a polynomial of degree K in s, so Gauss-Legendre with the
@@ -683,24 +721,40 @@ def tuning(threshold: float, num_perm: int, *, bands: int | None = None, rows: i
     best = params if bands is None and rows is None else lsh.optimal_params(t, k, fp_weight=fp_w, fn_weight=fn_w)
     b_lo = max(1, min(int(best.bands * 0.7), best.bands - 3))
     b_hi = max(int(best.bands * 1.3), best.bands + 3)
-    near = [(nb, nr) for nr in range(max(1, best.rows - 2), best.rows + 3) for nb in range(b_lo, b_hi + 1)
-            if nb * nr <= k]
+    near = [
+        (nb, nr) for nr in range(max(1, best.rows - 2), best.rows + 3) for nb in range(b_lo, b_hi + 1) if nb * nr <= k
+    ]
     all_b, all_r = np.array([x[0] for x in near]), np.array([x[1] for x in near])
     fp_all, fn_all = lsh._areas(t, all_b, all_r)
     objective = fp_w * fp_all + fn_w * fn_all
     order = np.lexsort((all_r, all_b, objective))[:alternatives]
-    alts = [{"bands": int(all_b[i]), "rows": int(all_r[i]),
-             "effective_threshold": lsh.effective_threshold(int(all_b[i]), int(all_r[i])),
-             "fp_area": float(fp_all[i]), "fn_area": float(fn_all[i]), "objective": float(objective[i]),
-             "candidate_at_threshold": float(lsh.candidate_probability(t, int(all_b[i]), int(all_r[i])))}
-            for i in order]
+    alts = [
+        {
+            "bands": int(all_b[i]),
+            "rows": int(all_r[i]),
+            "effective_threshold": lsh.effective_threshold(int(all_b[i]), int(all_r[i])),
+            "fp_area": float(fp_all[i]),
+            "fn_area": float(fn_all[i]),
+            "objective": float(objective[i]),
+            "candidate_at_threshold": float(lsh.candidate_probability(t, int(all_b[i]), int(all_r[i]))),
+        }
+        for i in order
+    ]
     return {
-        "threshold": t, "num_perm": k, "fp_weight": fp_w, "fn_weight": fn_w,
-        "bands": b, "rows": r, "chosen": "optimal" if bands is None and rows is None else "given",
+        "threshold": t,
+        "num_perm": k,
+        "fp_weight": fp_w,
+        "fn_weight": fn_w,
+        "bands": b,
+        "rows": r,
+        "chosen": "optimal" if bands is None and rows is None else "given",
         "optimal": {"bands": best.bands, "rows": best.rows},
         "effective_threshold": params.effective_threshold,
-        "fp_area": params.false_positive_area, "fn_area": params.false_negative_area,
+        "fp_area": params.false_positive_area,
+        "fn_area": params.false_negative_area,
         "objective": fp_w * params.false_positive_area + fn_w * params.false_negative_area,
-        "reported_fp_area": fp_rep, "reported_fn_area": fn_rep,
-        "similarities": table, "alternatives": alts,
+        "reported_fp_area": fp_rep,
+        "reported_fn_area": fn_rep,
+        "similarities": table,
+        "alternatives": alts,
     }

@@ -24,10 +24,10 @@ import difflib
 import html
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import orjson
@@ -80,8 +80,9 @@ def _utf16(text: str, ranges: list[tuple[int, int]]) -> list[int]:
     return [int(x + extra[x]) for r in ranges for x in r]
 
 
-def histogram_svg(values: Sequence[float], *, title: str, width: int = 560, height: int = 180,
-                  bin_width: float = 0.01) -> str:
+def histogram_svg(
+    values: Sequence[float], *, title: str, width: int = 560, height: int = 180, bin_width: float = 0.01
+) -> str:
     """An inline SVG bar chart of similarities in bins of ``bin_width`` (from the lowest value to 1).
 
     >>> svg = histogram_svg([0.8, 0.85, 0.85, 1.0], title="demo")
@@ -94,27 +95,32 @@ def histogram_svg(values: Sequence[float], *, title: str, width: int = 560, heig
     if len(values) == 0:
         return f'<p class="empty">{esc}: nothing to show.</p>'
     lo = math.floor(max(0.0, float(values.min())) / 0.05 + 1e-9) * 0.05
-    nbins = max(1, int(round((1.0 - lo) / bin_width)))
+    nbins = max(1, round((1.0 - lo) / bin_width))
     idx = np.clip(((values - lo) / bin_width + 1e-9).astype(np.int64), 0, nbins - 1)
     counts = np.bincount(idx, minlength=nbins)
     left, bottom, top = 40, 24, 22
     plot_w, plot_h = width - left - 10, height - bottom - top
     peak = int(counts.max())
     bar = plot_w / nbins
-    parts = [f'<svg class="hist" role="img" aria-label="{esc}" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
-             f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
-             f'<text x="{left}" y="15" class="t">{esc} ({len(values):,})</text>']
+    parts = [
+        f'<svg class="hist" role="img" aria-label="{esc}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
+        f'<text x="{left}" y="15" class="t">{esc} ({len(values):,})</text>',
+    ]
     for k, c in enumerate(counts.tolist()):
         h = plot_h * c / peak if peak else 0
         x0 = lo + k * bin_width
-        parts.append(f'<rect x="{left + k * bar + 0.5:.1f}" y="{top + plot_h - h:.1f}" width="{max(bar - 1, 1):.1f}" '
-                     f'height="{h:.1f}" class="bar"><title>{x0:.2f}-{x0 + bin_width:.2f}: {c:,}</title></rect>')
+        parts.append(
+            f'<rect x="{left + k * bar + 0.5:.1f}" y="{top + plot_h - h:.1f}" width="{max(bar - 1, 1):.1f}" '
+            f'height="{h:.1f}" class="bar"><title>{x0:.2f}-{x0 + bin_width:.2f}: {c:,}</title></rect>'
+        )
     ticks = 5
     for q in range(ticks + 1):
         x = left + plot_w * q / ticks
-        parts.append(f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" class="a">'
-                     f'{lo + (1 - lo) * q / ticks:.2f}</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle" class="a">{lo + (1 - lo) * q / ticks:.2f}</text>'
+        )
     parts.append(f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" class="a">{peak:,}</text>')
     parts.append(f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" class="a">0</text>')
     parts.append("</svg>")
@@ -135,8 +141,7 @@ class ReportStats:
 def _group(labels: Clusters) -> tuple[list[str], dict[str, list[int]], np.ndarray]:
     ids = [str(x) for x in _pylist(labels.ids)]
     clusters = _pylist(labels.cluster)
-    sim = (np.full(len(ids), np.nan) if labels.similarity is None
-           else np.asarray(labels.similarity, dtype=np.float64))
+    sim = np.full(len(ids), np.nan) if labels.similarity is None else np.asarray(labels.similarity, dtype=np.float64)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(clusters):
         if c is not None:
@@ -148,10 +153,20 @@ def _pylist(values) -> list:
     return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
 
 
-def build_report(inputs: Sequence[str], clusters_path: str, output: str, *, pairs_path: str | None = None,
-                 text_field: str = "text", id_field: str | None = None, on_error: str = "fail",
-                 max_clusters: int = 2000, max_members: int = 50, max_chars: int = 4000,
-                 title: str | None = None) -> ReportStats:
+def build_report(
+    inputs: Sequence[str],
+    clusters_path: str,
+    output: str,
+    *,
+    pairs_path: str | None = None,
+    text_field: str = "text",
+    id_field: str | None = None,
+    on_error: str = "fail",
+    max_clusters: int = 2000,
+    max_members: int = 50,
+    max_chars: int = 4000,
+    title: str | None = None,
+) -> ReportStats:
     """Write the HTML report of a dedup run to ``output`` (see the module docstring).
 
     ``inputs``, ``text_field``, ``id_field`` and ``on_error`` must be as given to the dedup run,
@@ -160,15 +175,23 @@ def build_report(inputs: Sequence[str], clusters_path: str, output: str, *, pair
     """
     labels = read_labels(clusters_path)
     if not isinstance(labels, Clusters):
-        raise InputError(clusters_path, None, "expected a clusters table (id, cluster[, similarity]), "
-                         "got a pairs table; pass pairs with --pairs", reason="invalid")
+        raise InputError(
+            clusters_path,
+            None,
+            "expected a clusters table (id, cluster[, similarity]), got a pairs table; pass pairs with --pairs",
+            reason="invalid",
+        )
     ids, groups, sim = _group(labels)
     pair_sims = None
     if pairs_path:
         pairs = read_labels(pairs_path)
         if getattr(pairs, "similarity", None) is None or isinstance(pairs, Clusters):
-            raise InputError(pairs_path, None, "expected a pairs table with a similarity column "
-                             "(id_a, id_b, similarity)", reason="invalid")
+            raise InputError(
+                pairs_path,
+                None,
+                "expected a pairs table with a similarity column (id_a, id_b, similarity)",
+                reason="invalid",
+            )
         pair_sims = pairs.similarity
 
     def kept_of(cluster: str, members: list[int]) -> int:
@@ -193,8 +216,13 @@ def build_report(inputs: Sequence[str], clusters_path: str, output: str, *, pair
                 texts[doc_id] = text[:max_chars]
                 lengths[doc_id] = len(text)
     if needed and not texts:
-        raise InputError(clusters_path, None, "none of the clustered ids is in the inputs; give the same inputs, "
-                         "--id-field and --text-field as to the dedup run", reason="missing id field")
+        raise InputError(
+            clusters_path,
+            None,
+            "none of the clustered ids is in the inputs; give the same inputs, "
+            "--id-field and --text-field as to the dedup run",
+            reason="missing id field",
+        )
 
     doc_index: dict[str, int] = {}
     docs: list[list] = []
@@ -220,9 +248,16 @@ def build_report(inputs: Sequence[str], clusters_path: str, output: str, *, pair
                 da, db = word_diff(kept_text, text)
                 marks_kept, marks = _utf16(kept_text, da), _utf16(text, db)
             rows.append({"d": doc_ref(ids[i]), "s": _json_float(sim[i]), "k": marks_kept, "m": marks})
-        cluster_rows.append({"id": c, "kept": doc_ref(ids[kept]), "size": len(members),
-                             "min": _json_float(_min_sim(sim, members, c, ids)), "members": rows,
-                             "more": max(0, len(others) - max_members)})
+        cluster_rows.append(
+            {
+                "id": c,
+                "kept": doc_ref(ids[kept]),
+                "size": len(members),
+                "min": _json_float(_min_sim(sim, members, c, ids)),
+                "members": rows,
+                "more": max(0, len(others) - max_members),
+            }
+        )
 
     clustered = [i for m in groups.values() for i in m]
     removed = sum(len(m) - 1 for m in groups.values())
@@ -249,8 +284,9 @@ def build_report(inputs: Sequence[str], clusters_path: str, output: str, *, pair
     if pair_sims is not None:
         hist += histogram_svg(pair_sims, title="similarity of verified pairs")
     data = {"docs": docs, "clusters": cluster_rows, "maxChars": max_chars, "maxMembers": max_members}
-    page = render_report(data, title=title or f"neardup report: {Path(clusters_path).name}", summary=summary,
-                         histogram=hist, notes=notes)
+    page = render_report(
+        data, title=title or f"neardup report: {Path(clusters_path).name}", summary=summary, histogram=hist, notes=notes
+    )
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
@@ -271,8 +307,9 @@ def _json_float(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
-def render_report(data: dict, *, title: str, summary: list[tuple[str, str]], histogram: str,
-                  notes: Sequence[str] = ()) -> str:
+def render_report(
+    data: dict, *, title: str, summary: list[tuple[str, str]], histogram: str, notes: Sequence[str] = ()
+) -> str:
     """Fill the HTML template: ``data`` is embedded as JSON (``<`` escaped, so no text ends the script).
 
     >>> page = render_report({"docs": [], "clusters": []}, title="t</title>", summary=[("a", "1")], histogram="")
@@ -285,7 +322,7 @@ def render_report(data: dict, *, title: str, summary: list[tuple[str, str]], his
         "TITLE": html.escape(title),
         "SUMMARY": "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary),
         "HISTOGRAM": histogram,
-        "NOTES": "".join(f"<p class=\"note\">{html.escape(n)}</p>" for n in notes),
+        "NOTES": "".join(f'<p class="note">{html.escape(n)}</p>' for n in notes),
         "VERSION": html.escape(__version__),
         "DATA": payload,
     }

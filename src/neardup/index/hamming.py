@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,8 +83,10 @@ class HammingIndex:
         return iter(list(self._ids))
 
     def __repr__(self) -> str:
-        return (f"HammingIndex(bits={self._bits}, max_distance={self._k}, blocks={self._plan.blocks}, "
-                f"tables={len(self._plan.tables)}, size={len(self)})")
+        return (
+            f"HammingIndex(bits={self._bits}, max_distance={self._k}, blocks={self._plan.blocks}, "
+            f"tables={len(self._plan.tables)}, size={len(self)})"
+        )
 
     # -- mutation ----------------------------------------------------------------------------
 
@@ -147,8 +150,22 @@ class HammingIndex:
             raise ValueError(f"max_distance must be in [0, {self._k}] for this index, got {k!r}")
         kstart, ksize, nkept, keybits, kmask, bstart, bsize = self._arrays
         n = len(self._keys)
-        offsets, rows, dist = query_kernel(words, int(k), self._tkeys, self._trows, self._bounds, kstart, ksize,
-                                            nkept, keybits, kmask, bstart, bsize, self._fps[:n], self._alive[:n])
+        offsets, rows, dist = query_kernel(
+            words,
+            int(k),
+            self._tkeys,
+            self._trows,
+            self._bounds,
+            kstart,
+            ksize,
+            nkept,
+            keybits,
+            kmask,
+            bstart,
+            bsize,
+            self._fps[:n],
+            self._alive[:n],
+        )
         out = []
         keys = self._keys
         for q in range(words.shape[0]):
@@ -162,7 +179,7 @@ class HammingIndex:
         """Every pair of stored keys within ``max_distance`` (default k): (key_a, key_b, distance),
         key_a inserted before key_b, by :func:`all_pairs`."""
         k = self._k if max_distance is None else max_distance
-        rows = np.flatnonzero(self._alive[:len(self._keys)])
+        rows = np.flatnonzero(self._alive[: len(self._keys)])
         a, b, d = all_pairs(self._fps[rows], k)
         keys = self._keys
         return [(keys[rows[i]], keys[rows[j]], int(x)) for i, j, x in zip(a.tolist(), b.tolist(), d.tolist())]
@@ -175,7 +192,8 @@ class HammingIndex:
                 self._scheme = fps.scheme
             elif fps.scheme != self._scheme:
                 raise IncompatibleSketchError(
-                    f"fingerprints of different schemes cannot be compared: {self._scheme} vs {fps.scheme}")
+                    f"fingerprints of different schemes cannot be compared: {self._scheme} vs {fps.scheme}"
+                )
         values = fps.values if hasattr(fps, "values") else np.asarray(fps)
         if single and (values.ndim == 0 or (self._bits == 128 and values.ndim == 1)):
             values = values.reshape(1, -1) if self._bits == 128 else values.reshape(1)
@@ -214,8 +232,8 @@ class HammingIndex:
                 new[:, :size] = old[:, :size]
                 setattr(self, name, new)
         kstart, ksize, nkept, keybits = self._arrays[:4]
-        index_keys(self._fps[lo:hi], kstart, ksize, nkept, keybits, self._tkeys[:, size:size + n])
-        self._trows[:, size:size + n] = np.arange(lo, hi)
+        index_keys(self._fps[lo:hi], kstart, ksize, nkept, keybits, self._tkeys[:, size : size + n])
+        self._trows[:, size : size + n] = np.arange(lo, hi)
         sort_run(self._tkeys, self._trows, size, size + n)
         self._bounds = np.append(self._bounds, size + n)
         b = self._bounds
@@ -226,7 +244,7 @@ class HammingIndex:
     def _rebuild(self) -> None:
         """Rebuild every table from the live rows, as one run."""
         self._reset_tables()
-        rows = np.flatnonzero(self._alive[:len(self._keys)])
+        rows = np.flatnonzero(self._alive[: len(self._keys)])
         if not len(rows):
             return
         t = len(self._plan.tables)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
-from typing import Any, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -38,6 +40,7 @@ _ENTRY_POINTS: dict = {}  # compiled query_one by argument types (see LSHIndex._
 
 # --------------------------------------------------------------------------------------------
 # the index
+
 
 class _Removed:
     """Marks an internal row whose key was removed (``None`` is a valid user key)."""
@@ -268,7 +271,7 @@ class LSHIndex:
             keys = self._keys
             found = [(keys[r], e) for r, e in zip(rows.tolist(), estimates)]
         bounds = offsets.tolist()
-        return [found[a:b] for a, b in zip(bounds, bounds[1:])]
+        return [found[a:b] for a, b in itertools.pairwise(bounds)]
 
     # -- helpers ---------------------------------------------------------------------------
 

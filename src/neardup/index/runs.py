@@ -12,6 +12,7 @@ from .._kernels.sorting import merge_runs, radix_sort_with
 
 PARALLEL_ROWS = 65536  # batches at least this large are sorted / hashed on threads
 
+
 def run_each(fn, items, parallel: bool) -> None:
     """``fn(item)`` for every item; on a thread pool when ``parallel`` (the kernels release the GIL)."""
     items = list(items)

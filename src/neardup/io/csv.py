@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..core.errors import InputError
 from .policy import Chunk, Policy, missing_id, missing_text

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -46,8 +47,9 @@ def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str
         pol.reject(_json_error(path, lineno, line, exc))
         return None
     if type(obj) is not dict:
-        pol.reject(InputError(path, lineno, f"expected a JSON object per line, got {kind_of(obj)}",
-                              reason="not a JSON object"))
+        pol.reject(
+            InputError(path, lineno, f"expected a JSON object per line, got {kind_of(obj)}", reason="not a JSON object")
+        )
         return None
     text = obj.get(pol.text_field, MISSING)
     if type(text) is not str:
@@ -127,9 +129,12 @@ def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
         texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
         kinds = r.id_kind[ok].tolist()
         lines = (ok + (base + 1)).tolist()
-        ids = [f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else
-               str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
-               for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())]
+        ids = [
+            f"{path}:{line}"
+            if kind == ID_ABSENT_OR_NULL
+            else str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
+            for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())
+        ]
         declined = np.flatnonzero(status == FALLBACK)
         if len(declined):
             ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
@@ -138,12 +143,21 @@ def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
             yield Chunk(ids, texts, None)
 
 
-def _merge_declined(block: bytes, r, ok: np.ndarray, declined: np.ndarray, ids: list[str], texts: list[str],
-                    path: str, base: int, pol: Policy) -> tuple[list[str], list[str]]:
+def _merge_declined(
+    block: bytes,
+    r,
+    ok: np.ndarray,
+    declined: np.ndarray,
+    ids: list[str],
+    texts: list[str],
+    path: str,
+    base: int,
+    pol: Policy,
+) -> tuple[list[str], list[str]]:
     """Parse the lines the kernel declined and put their records among the others, in line order."""
     parsed: dict[int, tuple[str, str]] = {}
     for i in declined.tolist():
-        record = _parse_record(block[r.line_start[i]:r.line_end[i]], path, base + i + 1, pol)
+        record = _parse_record(block[r.line_start[i] : r.line_end[i]], path, base + i + 1, pol)
         if record is not None:
             parsed[i] = record[:2]
     if not parsed:
@@ -152,7 +166,7 @@ def _merge_declined(block: bytes, r, ok: np.ndarray, declined: np.ndarray, ids: 
     return [d for _, d, _ in order], [t for _, _, t in order]
 
 
-def copy_kept_jsonl(path: str, pol: Policy, keep: np.ndarray, start: int, sink: "JsonlSink") -> int:
+def copy_kept_jsonl(path: str, pol: Policy, keep: np.ndarray, start: int, sink: JsonlSink) -> int:
     """Write the kept lines of a JSON Lines file known to hold only valid records (every
     non-blank line is one, numbered from ``start``); return the next record number."""
 

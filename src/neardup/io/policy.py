@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import zstandard
 
@@ -72,8 +73,9 @@ def make_policy(text_field, id_field, on_error, stats, html=False, main_content=
         raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
     if id_field is not None and (not isinstance(id_field, str) or not id_field):
         raise ValueError(f"id_field must be None or a non-empty string, got {id_field!r}")
-    return Policy(text_field, id_field, on_error, stats if stats is not None else ReadStats(), bool(html),
-                   bool(main_content))
+    return Policy(
+        text_field, id_field, on_error, stats if stats is not None else ReadStats(), bool(html), bool(main_content)
+    )
 
 
 def kind_of(value: Any) -> str:
@@ -133,17 +135,14 @@ def bad_utf8(path: str, line: int | None, exc: UnicodeDecodeError, where: str) -
     return InputError(
         path,
         line,
-        f"invalid UTF-8 at byte offset {exc.start} of the {where} ({exc.reason}); "
-        "inputs must be UTF-8 encoded",
+        f"invalid UTF-8 at byte offset {exc.start} of the {where} ({exc.reason}); inputs must be UTF-8 encoded",
         reason="invalid UTF-8",
     )
 
 
 def unreadable(path: str, exc: BaseException) -> InputError:
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return InputError(
-        path, None, f"cannot read the file (corrupt or truncated?): {detail}", reason="unreadable file"
-    )
+    return InputError(path, None, f"cannot read the file (corrupt or truncated?): {detail}", reason="unreadable file")
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..core.documents import DocBatch
 from ..text.html import html_to_text

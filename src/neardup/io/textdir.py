@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ..text.html import decode_html, html_to_text
 from .formats import HTML_SUFFIXES, TEXT_SUFFIXES
@@ -19,8 +19,7 @@ def scan_txtdir(root: str, pol: Policy, full: bool = False) -> Iterator[Chunk]:
     ``{"id": id, "text": text}``). HTML files are converted to text unless ``full`` (write_kept
     writes the original page)."""
     base = Path(root)
-    files = sorted(p for p in base.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES
-                   and p.is_file())
+    files = sorted(p for p in base.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES and p.is_file())
     ids: list[str] = []
     texts: list[str] = []
     for p in files:

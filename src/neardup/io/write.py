@@ -45,8 +45,9 @@ import contextlib
 import csv
 import gzip
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import orjson
@@ -155,9 +156,11 @@ class _Columns:
         if name in self.as_text or old.equals(typ):
             return
         try:
-            merged = pa.unify_schemas(
-                [pa.schema([(name, old)]), pa.schema([(name, typ)])], promote_options="permissive"
-            ).field(name).type
+            merged = (
+                pa.unify_schemas([pa.schema([(name, old)]), pa.schema([(name, typ)])], promote_options="permissive")
+                .field(name)
+                .type
+            )
         except (pa.ArrowException, TypeError, ValueError):
             self.as_text.add(name)
             merged = pa.large_string()
@@ -282,9 +285,7 @@ class _CsvSink:
             self._writer.writerows(rows[i] for i in sel)
         else:
             fields = self._fields
-            self._writer.writerows(
-                [_cell_text(r.get(f)) for f in fields] for r in _chunk_records(fmt, chunk, sel)
-            )
+            self._writer.writerows([_cell_text(r.get(f)) for f in fields] for r in _chunk_records(fmt, chunk, sel))
         self._text.flush()
 
     def close(self) -> None:

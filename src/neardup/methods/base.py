@@ -35,8 +35,10 @@ __all__ = ["PREPASS_OFF", "CliSpec", "MethodConfig", "Param", "Sketched", "param
 
 _MISSING = dataclasses.MISSING
 
-PREPASS_OFF = ("{} (by default only the first of each group of identical normalized texts goes through the "
-               "method; the results are the same).")
+PREPASS_OFF = (
+    "{} (by default only the first of each group of identical normalized texts goes through the "
+    "method; the results are the same)."
+)
 """Help of ``--no-exact-prepass``, with what the method does to each document."""
 
 
@@ -74,8 +76,14 @@ class Param:
     cli: CliSpec | None = CliSpec()
 
 
-def param(default: Any = _MISSING, constraint: Constraint | None = None, help: str = "", *,
-          default_factory: Callable[[], Any] | None = None, cli: CliSpec | None = CliSpec()) -> Any:
+def param(
+    default: Any = _MISSING,
+    constraint: Constraint | None = None,
+    help: str = "",
+    *,
+    default_factory: Callable[[], Any] | None = None,
+    cli: CliSpec | None = CliSpec(),
+) -> Any:
     """A dataclass field of a :class:`MethodConfig` with its constraint, help and CLI spec."""
     if constraint is None:
         raise TypeError("param() needs a constraint")

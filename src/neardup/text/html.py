@@ -52,27 +52,112 @@ _RAW_SKIP = frozenset({"title", "iframe"})
 """Skipped elements that cannot contain markup: any start tag inside them closes them first."""
 
 
-BLOCK = frozenset({
-    "address", "article", "aside", "blockquote", "body", "br", "caption", "center", "dd", "details",
-    "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "frameset",
-    "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "legend", "li", "main",
-    "menu", "nav", "noframes", "ol", "optgroup", "option", "p", "pre", "section", "select", "summary",
-    "table", "tbody", "textarea", "tfoot", "thead", "tr", "ul",
-})
+BLOCK = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "br",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "frameset",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "noframes",
+        "ol",
+        "optgroup",
+        "option",
+        "p",
+        "pre",
+        "section",
+        "select",
+        "summary",
+        "table",
+        "tbody",
+        "textarea",
+        "tfoot",
+        "thead",
+        "tr",
+        "ul",
+    }
+)
 """Elements that start and end a line."""
 
 
-CONTAINERS = frozenset({
-    "article", "aside", "blockquote", "body", "center", "div", "footer", "form", "header", "html", "main",
-    "nav", "section", "table", "tbody", "td", "th",
-})
+CONTAINERS = frozenset(
+    {
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "center",
+        "div",
+        "footer",
+        "form",
+        "header",
+        "html",
+        "main",
+        "nav",
+        "section",
+        "table",
+        "tbody",
+        "td",
+        "th",
+    }
+)
 """Elements that are candidates of the main-content block."""
 
 
-_VOID = frozenset({
-    "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input", "keygen",
-    "link", "meta", "param", "source", "track", "wbr",
-})
+_VOID = frozenset(
+    {
+        "area",
+        "base",
+        "basefont",
+        "bgsound",
+        "br",
+        "col",
+        "embed",
+        "frame",
+        "hr",
+        "img",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 
 
 # start tag -> (open elements it closes, elements that stop the search)
@@ -89,8 +174,24 @@ _IMPLIED_END = {
 }
 
 
-_CLOSES_P = BLOCK - {"br", "body", "html", "head", "option", "optgroup", "select", "textarea", "li", "dt", "dd",
-                     "tr", "tbody", "thead", "tfoot", "caption"}
+_CLOSES_P = BLOCK - {
+    "br",
+    "body",
+    "html",
+    "head",
+    "option",
+    "optgroup",
+    "select",
+    "textarea",
+    "li",
+    "dt",
+    "dd",
+    "tr",
+    "tbody",
+    "thead",
+    "tfoot",
+    "caption",
+}
 
 
 _MAIN_SHARE = 0.8
@@ -246,8 +347,7 @@ def _main_lines(p: _TextParser) -> list[str]:
     best = max(score[b] - score[a] for a, b in candidates)
     if best <= 0:
         return p.lines
-    good = [(size[b] - size[a], k) for k, (a, b) in enumerate(candidates)
-            if score[b] - score[a] >= _MAIN_SHARE * best]
+    good = [(size[b] - size[a], k) for k, (a, b) in enumerate(candidates) if score[b] - score[a] >= _MAIN_SHARE * best]
     a, b = candidates[min(good)[1]]
     return p.lines[a:b]
 

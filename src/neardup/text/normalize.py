@@ -87,7 +87,7 @@ def char_stream(text: str, *, strip_punctuation: bool = False, nfkc: bool = True
         cls = CHAR_CLASS[ord(ch)]
         if cls == IGNORE or (cls == PUNCT and strip_punctuation):
             continue
-        if cls == SPACE or cls == OTHER:
+        if cls in (SPACE, OTHER):
             pending_space = bool(out)
             continue
         if pending_space:

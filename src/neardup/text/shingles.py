@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -50,11 +51,19 @@ def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray
     """
     nfkc, casefold = shingling.nfkc, shingling.casefold
     if casefold:
-        encoded = [t.encode("ascii").lower() if t.isascii()
-                   else normalize(t, nfkc=nfkc, casefold=True).encode("utf-8", "surrogatepass") for t in texts]
+        encoded = [
+            t.encode("ascii").lower()
+            if t.isascii()
+            else normalize(t, nfkc=nfkc, casefold=True).encode("utf-8", "surrogatepass")
+            for t in texts
+        ]
     else:
-        encoded = [t.encode("ascii") if t.isascii()
-                   else normalize(t, nfkc=nfkc, casefold=False).encode("utf-8", "surrogatepass") for t in texts]
+        encoded = [
+            t.encode("ascii")
+            if t.isascii()
+            else normalize(t, nfkc=nfkc, casefold=False).encode("utf-8", "surrogatepass")
+            for t in texts
+        ]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
@@ -106,7 +115,7 @@ def encode_for_sketch(texts: Sequence[str], shingling: Shingling) -> tuple[np.nd
     lengths = np.empty(n, dtype=np.int64)
     pieces = []
     for a in range(0, n, _ENCODE_CHUNK):
-        part = texts[a:a + _ENCODE_CHUNK]
+        part = texts[a : a + _ENCODE_CHUNK]
         others = []
         for i, t in enumerate(part):
             lengths[a + i] = len(t)
@@ -147,8 +156,9 @@ def shingle_batch(texts: Sequence[str], shingling: Shingling = Shingling(), *, u
     [0, 2, 3]
     """
     data, offsets = encode_for_sketch(texts, shingling)
-    return shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n,
-                                shingling.strip_punctuation, unique)
+    return shingle_texts_kernel(
+        data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, unique
+    )
 
 
 def shingle(text: str, shingling: Shingling = Shingling(), *, unique: bool = True) -> np.ndarray:

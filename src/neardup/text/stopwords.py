@@ -24,9 +24,19 @@ The antecedents are always skipped too, whatever the stopword list says.
 from __future__ import annotations
 
 ENGLISH_ANTECEDENTS: tuple[str, ...] = (
-    "a", "an", "the", "that",
-    "is", "are", "was", "were", "be", "been",
-    "has", "have", "had",
+    "a",
+    "an",
+    "the",
+    "that",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "has",
+    "have",
+    "had",
 )
 
 
@@ -73,8 +83,19 @@ s t d ll m re ve
 """
 
 
-ENGLISH_STOPWORDS: tuple[str, ...] = tuple(dict.fromkeys(
-    w for block in (_ARTICLES_DETERMINERS, _PRONOUNS, _AUXILIARIES, _PREPOSITIONS, _CONJUNCTIONS,
-                    _PARTICLES_ADVERBS, _CONTRACTION_PIECES)
-    for w in block.split()))
+ENGLISH_STOPWORDS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        w
+        for block in (
+            _ARTICLES_DETERMINERS,
+            _PRONOUNS,
+            _AUXILIARIES,
+            _PREPOSITIONS,
+            _CONJUNCTIONS,
+            _PARTICLES_ADVERBS,
+            _CONTRACTION_PIECES,
+        )
+        for w in block.split()
+    )
+)
 """Function words skipped when a chain is formed (the antecedents are always skipped too)."""

@@ -53,6 +53,7 @@ class ExactConfig(MethodConfig):
 
 
 def group_summary(counters: dict[str, float]) -> str:
-    """"G groups of 2+ documents, D duplicates" from the counters ``groups`` and ``duplicates``."""
-    return f"{int(counters.get('groups', 0)):,} groups of 2+ documents, {int(counters.get('duplicates', 0)):,} duplicates"
-
+    """ "G groups of 2+ documents, D duplicates" from the counters ``groups`` and ``duplicates``."""
+    return (
+        f"{int(counters.get('groups', 0)):,} groups of 2+ documents, {int(counters.get('duplicates', 0)):,} duplicates"
+    )

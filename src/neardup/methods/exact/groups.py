@@ -122,16 +122,18 @@ class ExactGroups:
         """
         sub_root = np.asarray(sub_root, dtype=np.int64)
         if len(sub_root) != len(self.index):
-            raise ValueError(f"sub_root has {len(sub_root)} entries, expected one per representative "
-                             f"({len(self.index)})")
+            raise ValueError(
+                f"sub_root has {len(sub_root)} entries, expected one per representative ({len(self.index)})"
+            )
         root = self.index[sub_root][self.to_sketched(np.arange(len(self.rep)))]
         if sub_empty is not None:
             empty_doc = np.asarray(sub_empty, dtype=bool)[self.to_sketched(np.arange(len(self.rep)))]
             root = np.where(empty_doc, np.arange(len(self.rep)), root)
         return root
 
-    def expand_pairs(self, a: np.ndarray, b: np.ndarray, s: np.ndarray, sub_empty: np.ndarray | None = None,
-                     complete: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def expand_pairs(
+        self, a: np.ndarray, b: np.ndarray, s: np.ndarray, sub_empty: np.ndarray | None = None, complete: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pairs of all documents from the verified pairs ``(a, b, s)`` of the representatives.
 
         ``complete=True`` gives the pairs the method would have found without the pre-pass:

@@ -59,7 +59,7 @@ pin the values (``tests/test_exact.py``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

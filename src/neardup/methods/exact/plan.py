@@ -24,8 +24,11 @@ __all__ = ["exact_plan"]
 
 def exact_plan(config: ExactConfig) -> Plan:
     """The plan of ``config`` (see the module docs)."""
-    return Plan(config, (Scan("read + hash", hash_batch, key_rows),
-                         GroupBy("group", key_groups, same_key, group, ("keys",))), similarity)
+    return Plan(
+        config,
+        (Scan("read + hash", hash_batch, key_rows), GroupBy("group", key_groups, same_key, group, ("keys",))),
+        similarity,
+    )
 
 
 def hash_batch(config: ExactConfig, batch: DocBatch) -> dict[str, np.ndarray]:

@@ -43,14 +43,19 @@ class IMatchConfig(MethodConfig):
     rank = 40
 
     idf_band: tuple[float, float] = param(
-        DEFAULT_IDF_BAND, Range(Real(0, 1)),
+        DEFAULT_IDF_BAND,
+        Range(Real(0, 1)),
         "Normalized-IDF band of the terms kept: LO HI with 0 <= LO <= HI <= 1 (reads the input twice).",
-        cli=CliSpec(metavar="LO HI"))
+        cli=CliSpec(metavar="LO HI"),
+    )
     lexicons: int = param(
-        1, Integer(1, MAX_LEXICONS),
-        "Signatures per document (the lexicon plus N - 1 random sub-lexicons); a match under any of them counts.")
-    lexicon_fraction: float = param(DEFAULT_LEXICON_FRACTION, Real(0, 1, low_open=True),
-                                    "Share of the lexicon each random sub-lexicon keeps.")
+        1,
+        Integer(1, MAX_LEXICONS),
+        "Signatures per document (the lexicon plus N - 1 random sub-lexicons); a match under any of them counts.",
+    )
+    lexicon_fraction: float = param(
+        DEFAULT_LEXICON_FRACTION, Real(0, 1, low_open=True), "Share of the lexicon each random sub-lexicon keeps."
+    )
     min_terms: int = param(1, Integer(1, 1_000_000), "Documents with fewer kept terms get no signature.")
     seed: int = param(1, Integer(0, 2**64 - 1), "Seed of the random sub-lexicons.")
 
@@ -65,12 +70,19 @@ class IMatchConfig(MethodConfig):
         lo, hi = self.idf_band
         n_docs = int(counters.get("documents", 0))
         return {
-            "I-Match lexicon": (f"IDF in [{lo:g}, {hi:g}] = df in [{int(counters.get('df_lo', 0)):,}, "
-                                f"{int(counters.get('df_hi', 0)):,}] of {n_docs:,} documents: "
-                                f"{int(counters.get('lexicon_terms', 0)):,} of {int(counters.get('terms', 0)):,} terms"),
-            "I-Match signatures": (f"{self.lexicons} per document" if self.lexicons == 1 else
-                                   f"{self.lexicons} per document (full lexicon + {self.lexicons - 1} random "
-                                   f"{self.lexicon_fraction:.0%} sub-lexicons, seed {self.seed})"),
-            "I-Match groups": (f"{int(counters.get('groups', 0)):,} groups of 2+ documents, "
-                               f"{int(counters.get('duplicates', 0)):,} duplicates"),
+            "I-Match lexicon": (
+                f"IDF in [{lo:g}, {hi:g}] = df in [{int(counters.get('df_lo', 0)):,}, "
+                f"{int(counters.get('df_hi', 0)):,}] of {n_docs:,} documents: "
+                f"{int(counters.get('lexicon_terms', 0)):,} of {int(counters.get('terms', 0)):,} terms"
+            ),
+            "I-Match signatures": (
+                f"{self.lexicons} per document"
+                if self.lexicons == 1
+                else f"{self.lexicons} per document (full lexicon + {self.lexicons - 1} random "
+                f"{self.lexicon_fraction:.0%} sub-lexicons, seed {self.seed})"
+            ),
+            "I-Match groups": (
+                f"{int(counters.get('groups', 0)):,} groups of 2+ documents, "
+                f"{int(counters.get('duplicates', 0)):,} duplicates"
+            ),
         }

@@ -35,12 +35,16 @@ __all__ = ["imatch_plan"]
 
 def imatch_plan(config: IMatchConfig) -> Plan:
     """The plan of ``config`` (see the module docs)."""
-    return Plan(config, (
-        Scan("read + count terms", count_terms, TermFrequencies),
-        Step("lexicon", lexicon, ("terms", "df", "documents")),
-        Scan("re-read + sign", sign_batch, signature_rows, ("terms", "df", "df_range")),
-        GroupBy("group", signature_groups, agreeing, group, ("sigs", "has")),
-    ), similarity)
+    return Plan(
+        config,
+        (
+            Scan("read + count terms", count_terms, TermFrequencies),
+            Step("lexicon", lexicon, ("terms", "df", "documents")),
+            Scan("re-read + sign", sign_batch, signature_rows, ("terms", "df", "df_range")),
+            GroupBy("group", signature_groups, agreeing, group, ("sigs", "has")),
+        ),
+        similarity,
+    )
 
 
 def count_terms(config: IMatchConfig, batch: DocBatch):
@@ -65,21 +69,32 @@ class TermFrequencies:
         return {"terms": terms, "df": df, "documents": self.df.n_documents}
 
 
-def lexicon(config: IMatchConfig, ctx: StageContext, terms: np.ndarray, df: np.ndarray,
-            documents: int) -> dict[str, Any]:
+def lexicon(
+    config: IMatchConfig, ctx: StageContext, terms: np.ndarray, df: np.ndarray, documents: int
+) -> dict[str, Any]:
     """Step: the document-frequency range ``[df_lo, df_hi]`` of the IDF band."""
     lo, hi = df_bounds(documents, config.idf_band)
     in_lexicon = int(np.count_nonzero((df >= lo) & (df <= hi)))
-    return {"df_range": (lo, hi), "counters": {"documents": documents, "terms": len(terms), "df_lo": lo,
-                                               "df_hi": hi, "lexicon_terms": in_lexicon}}
+    return {
+        "df_range": (lo, hi),
+        "counters": {
+            "documents": documents,
+            "terms": len(terms),
+            "df_lo": lo,
+            "df_hi": hi,
+            "lexicon_terms": in_lexicon,
+        },
+    }
 
 
-def sign_batch(config: IMatchConfig, batch: DocBatch, terms: np.ndarray, df: np.ndarray,
-               df_range: tuple[int, int]) -> dict[str, np.ndarray]:
+def sign_batch(
+    config: IMatchConfig, batch: DocBatch, terms: np.ndarray, df: np.ndarray, df_range: tuple[int, int]
+) -> dict[str, np.ndarray]:
     """Map: the L signatures (uint64[n, L, 2]) of every document, and which it has (bool[n, L])."""
     values, offsets = term_sets(batch.texts)
-    sigs, has = imatch_signatures(values, offsets, terms, df, df_range, config.lexicons, config.lexicon_fraction,
-                                  config.seed, config.min_terms)
+    sigs, has = imatch_signatures(
+        values, offsets, terms, df, df_range, config.lexicons, config.lexicon_fraction, config.seed, config.min_terms
+    )
     return {"sigs": sigs, "has": has, "empty": ~has[:, 0]}
 
 

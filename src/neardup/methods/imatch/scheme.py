@@ -8,7 +8,7 @@ from ...core.schemes import Scheme
 from ...core.validation import Integer, Optional, Range, Real, check
 from .signatures import IMATCH_VERSION
 
-__all__ = ["IMatchScheme", "MAX_LEXICONS"]
+__all__ = ["MAX_LEXICONS", "IMatchScheme"]
 
 MAX_LEXICONS = 64
 """The most signatures per document (each is a 16-byte key; recall saturates long before)."""
@@ -46,5 +46,7 @@ class IMatchScheme(Scheme):
 
     def __str__(self) -> str:
         lo, hi = self.idf_band
-        return (f"imatch/{self.format_version} band=[{lo}, {hi}] L={self.lexicons} "
-                f"fraction={self.lexicon_fraction} min_terms={self.min_terms} seed={self.seed}")
+        return (
+            f"imatch/{self.format_version} band=[{lo}, {hi}] L={self.lexicons} "
+            f"fraction={self.lexicon_fraction} min_terms={self.min_terms} seed={self.seed}"
+        )

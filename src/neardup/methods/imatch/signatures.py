@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -115,9 +115,17 @@ def _fraction_threshold(fraction: float) -> tuple[np.uint64, bool]:
     return np.uint64(min(int(fraction * 2.0**64), MASK64)), False
 
 
-def imatch_signatures(values: np.ndarray, offsets: np.ndarray, terms: np.ndarray, df: np.ndarray,
-                      df_range: tuple[int, int], lexicons: int = 1, fraction: float = 1.0, seed: int = 1,
-                      min_terms: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def imatch_signatures(
+    values: np.ndarray,
+    offsets: np.ndarray,
+    terms: np.ndarray,
+    df: np.ndarray,
+    df_range: tuple[int, int],
+    lexicons: int = 1,
+    fraction: float = 1.0,
+    seed: int = 1,
+    min_terms: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
     """I-Match signatures of documents given as term-set CSR (see the module docstring).
 
     ``terms``/``df`` are the collection's sorted vocabulary and document frequencies
@@ -136,8 +144,7 @@ def imatch_signatures(values: np.ndarray, offsets: np.ndarray, terms: np.ndarray
     n = len(offsets) - 1
     sigs = np.empty((n, lexicons, 2), dtype=np.uint64)
     has = np.empty((n, lexicons), dtype=bool)
-    imatch_kernel(values, offsets, kept, lexicon_salts(lexicons, seed), threshold, keep_all, int(min_terms),
-                   sigs, has)
+    imatch_kernel(values, offsets, kept, lexicon_salts(lexicons, seed), threshold, keep_all, int(min_terms), sigs, has)
     return sigs, has
 
 
@@ -158,7 +165,7 @@ def match_roots(sigs: np.ndarray, has: np.ndarray) -> np.ndarray:
 def match_pairs(sigs: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair (a < b) agreeing under at least one of the L signatures, with the share of the
     L signatures that agree as similarity. Quadratic in the size of each signature group."""
-    n, lexicons = has.shape
+    _n, lexicons = has.shape
     pa, pb = [], []
     for j in range(lexicons):
         a, b = group_pairs(group_equal(sigs[:, j], has[:, j]))

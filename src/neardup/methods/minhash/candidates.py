@@ -81,22 +81,21 @@ class Verifier:
     set_row: np.ndarray
 
     @classmethod
-    def signature(cls, sigs: np.ndarray, threshold: float) -> "Verifier":
+    def signature(cls, sigs: np.ndarray, threshold: float) -> Verifier:
         empty64 = np.empty(0, dtype=np.int64)
         return cls(SIGNATURE, threshold, sigs, np.empty(0, dtype=np.uint64), empty64, empty64)
 
     @classmethod
-    def exact(cls, sigs: np.ndarray, threshold: float, set_values, set_offsets, set_row) -> "Verifier":
+    def exact(cls, sigs: np.ndarray, threshold: float, set_values, set_offsets, set_row) -> Verifier:
         return cls(EXACT, threshold, sigs, set_values, set_offsets, set_row)
 
     @property
     def min_matches(self) -> int:
         """Smallest r with r/K >= threshold (with a guard against float round-off)."""
-        return int(math.ceil(self.threshold * self.sigs.shape[1] - 1e-9))
+        return math.ceil(self.threshold * self.sigs.shape[1] - 1e-9)
 
     def args(self):
-        return (self.mode, self.threshold, self.min_matches, self.sigs,
-                self.set_values, self.set_offsets, self.set_row)
+        return (self.mode, self.threshold, self.min_matches, self.sigs, self.set_values, self.set_offsets, self.set_row)
 
 
 def bucket_members(keys: np.ndarray, band: int, candidates: np.ndarray):
@@ -141,8 +140,14 @@ def in_buckets(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return mask
 
 
-def find_clusters(keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, *,
-                  want_pairs: bool = False, threads: Threads | int | None = None) -> ClusterResult:
+def find_clusters(
+    keys: np.ndarray,
+    candidates: np.ndarray,
+    verifier: Verifier,
+    *,
+    want_pairs: bool = False,
+    threads: Threads | int | None = None,
+) -> ClusterResult:
     """Cluster documents from their band keys (uint64[n, b]).
 
     ``candidates`` lists the documents that take part (empty documents are left out by the
@@ -158,8 +163,9 @@ def find_clusters(keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, 
             threads.close()
 
 
-def _find_clusters(keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, want_pairs: bool,
-                   threads: Threads) -> ClusterResult:
+def _find_clusters(
+    keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, want_pairs: bool, threads: Threads
+) -> ClusterResult:
     n = keys.shape[0]
     parent = new_forest(n)
     candidates = np.asarray(candidates, dtype=np.int64)
@@ -171,8 +177,9 @@ def _find_clusters(keys: np.ndarray, candidates: np.ndarray, verifier: Verifier,
     for band, (members, starts, ends) in enumerate(_bands(keys, candidates, threads)):
         buckets += len(starts)
         if want_pairs:
-            pa, pb, ps, npairs, c = pairs_band(band, keys, members, starts, ends, parent, pa, pb, ps, npairs,
-                                                *verifier.args())
+            pa, pb, ps, npairs, c = pairs_band(
+                band, keys, members, starts, ends, parent, pa, pb, ps, npairs, *verifier.args()
+            )
             checked += c
         else:
             c, v = connect_band(members, starts, ends, parent, *verifier.args())

@@ -57,41 +57,58 @@ class MinHashConfig(MethodConfig):
     rank = 0
 
     threshold: float = param(
-        DEFAULT_THRESHOLD, Real(0, 1, low_open=True),
-        "Jaccard similarity of the shingle sets at or above which two documents are near-duplicates.")
+        DEFAULT_THRESHOLD,
+        Real(0, 1, low_open=True),
+        "Jaccard similarity of the shingle sets at or above which two documents are near-duplicates.",
+    )
     shingling: Shingling = param(
-        constraint=Instance(Shingling), default_factory=partial(Shingling, "word", DEFAULT_NGRAM),
-        help="How texts become sets: word or character n-grams.", cli=CliSpec(composite="shingling"))
+        constraint=Instance(Shingling),
+        default_factory=partial(Shingling, "word", DEFAULT_NGRAM),
+        help="How texts become sets: word or character n-grams.",
+        cli=CliSpec(composite="shingling"),
+    )
     num_perm: int = param(DEFAULT_NUM_PERM, Integer(1, MAX_NUM_PERM), "Signature length K.")
     seed: int = param(1, Integer(0, MAX_SEED), "Seed of the MinHash permutations.")
-    bands: int | None = param(None, Optional(Integer(1, MAX_NUM_PERM)),
-                              "LSH bands b [default: chosen from the threshold and K].")
-    rows: int | None = param(None, Optional(Integer(1, MAX_NUM_PERM)),
-                             "LSH rows per band r [default: chosen from the threshold and K].")
+    bands: int | None = param(
+        None, Optional(Integer(1, MAX_NUM_PERM)), "LSH bands b [default: chosen from the threshold and K]."
+    )
+    rows: int | None = param(
+        None, Optional(Integer(1, MAX_NUM_PERM)), "LSH rows per band r [default: chosen from the threshold and K]."
+    )
     verify: str = param(
-        "signature", Choice(("signature", "exact")),
+        "signature",
+        Choice(("signature", "exact")),
         "Keep a candidate pair when its signature estimate reaches the threshold, or when the exact "
-        "Jaccard of its shingle sets does (re-reads the candidate texts).")
+        "Jaccard of its shingle sets does (re-reads the candidate texts).",
+    )
     exact_prepass: bool = param(
-        True, Boolean(),
+        True,
+        Boolean(),
         "Sketch only the first of each group of documents whose normalized texts are identical "
         "(the others join its cluster; the results are the same).",
-        cli=CliSpec(negative="--no-exact-prepass", negative_help=PREPASS_OFF.format("Sketch every document, also exact copies of earlier ones")))
+        cli=CliSpec(
+            negative="--no-exact-prepass",
+            negative_help=PREPASS_OFF.format("Sketch every document, also exact copies of earlier ones"),
+        ),
+    )
     sketch: str = param(
-        "classic", Choice(tuple(SKETCHES)),
+        "classic",
+        Choice(tuple(SKETCHES)),
         "K permutations (classic), or one-permutation hashing with optimal densification (oph: one "
-        "hash per shingle, same estimate, its own signature values).")
+        "hash per shingle, same estimate, its own signature values).",
+    )
 
     def validate(self) -> None:
         try:
-            self.lsh
+            params_for(min(self.threshold, 0.999), self.num_perm, self.bands, self.rows)
         except ValueError as exc:
             raise conflict(str(exc)) from None
 
     @property
     def scheme(self) -> MinHashScheme:
-        return MinHashScheme(num_perm=self.num_perm, seed=self.seed, shingling=self.shingling,
-                             hash_family=SKETCHES[self.sketch])
+        return MinHashScheme(
+            num_perm=self.num_perm, seed=self.seed, shingling=self.shingling, hash_family=SKETCHES[self.sketch]
+        )
 
     @property
     def lsh(self) -> LSHParams:
@@ -108,9 +125,9 @@ class MinHashConfig(MethodConfig):
         return {
             "exact duplicates (pre-pass)": f"{int(dups):,}" if dups is not None else "off",
             "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm}"
-                   + (", one-permutation sketch)" if self.sketch == "oph" else ")"),
+            + (", one-permutation sketch)" if self.sketch == "oph" else ")"),
             "candidate pairs checked": f"{int(counters.get('checked', 0)):,} "
-                                       f"({int(counters.get('verified', 0)):,} verified, {self.verify})",
+            f"({int(counters.get('verified', 0)):,} verified, {self.verify})",
         }
 
     def sketch_texts(self, texts: Sequence[str]) -> Sketched:

@@ -37,8 +37,9 @@ class Estimate:
     method: str
 
 
-def confidence_interval(matches: int, num_perm: int, level: float = 0.95,
-                        method: Literal["wilson", "wald"] = "wilson") -> tuple[float, float]:
+def confidence_interval(
+    matches: int, num_perm: int, level: float = 0.95, method: Literal["wilson", "wald"] = "wilson"
+) -> tuple[float, float]:
     """Confidence interval for J from r = ``matches`` equal slots out of K = ``num_perm``.
 
     ``wald``: p +/- z sqrt(p(1-p)/K). ``wilson`` (Wilson 1927): centre (p + z^2/2K) / (1 + z^2/K),
@@ -80,12 +81,23 @@ def acceptance_probability(s: float, num_perm: int, threshold: float) -> float:
         return float(s >= threshold) if need > 0 else 1.0
     # sum in log space so that tiny tails (1e-17) stay accurate
     log_s, log_q = math.log(s), math.log1p(-s)
-    return float(sum(math.exp(math.lgamma(num_perm + 1) - math.lgamma(r + 1) - math.lgamma(num_perm - r + 1)
-                              + r * log_s + (num_perm - r) * log_q) for r in range(max(need, 0), num_perm + 1)))
+    return float(
+        sum(
+            math.exp(
+                math.lgamma(num_perm + 1)
+                - math.lgamma(r + 1)
+                - math.lgamma(num_perm - r + 1)
+                + r * log_s
+                + (num_perm - r) * log_q
+            )
+            for r in range(max(need, 0), num_perm + 1)
+        )
+    )
 
 
-def estimate_from_rows(sig_a: np.ndarray, sig_b: np.ndarray, *, level: float = 0.95,
-                       method: Literal["wilson", "wald"] = "wilson") -> Estimate:
+def estimate_from_rows(
+    sig_a: np.ndarray, sig_b: np.ndarray, *, level: float = 0.95, method: Literal["wilson", "wald"] = "wilson"
+) -> Estimate:
     """The Jaccard estimate between two raw signature rows (uint32[K]) with its interval."""
     if sig_a.shape != sig_b.shape:
         raise ValueError(f"signatures have different lengths: {sig_a.shape} vs {sig_b.shape}")

@@ -88,8 +88,11 @@ def band(config: MinHashConfig, ctx: StageContext, values: np.ndarray, counts: n
     """Step: the band keys (uint64[n, b]), the documents that take part (those with shingles)
     and the empty ones."""
     lsh = config.lsh
-    return {"keys": band_keys(values, lsh.bands, lsh.rows), "candidates": np.flatnonzero(counts > 0),
-            "empty": counts == 0}
+    return {
+        "keys": band_keys(values, lsh.bands, lsh.rows),
+        "candidates": np.flatnonzero(counts > 0),
+        "empty": counts == 0,
+    }
 
 
 def signature_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray) -> dict[str, Any]:
@@ -97,8 +100,9 @@ def signature_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndar
     return {"verifier": Verifier.signature(values, config.threshold)}
 
 
-def candidate_texts(config: MinHashConfig, ctx: StageContext, keys: np.ndarray,
-                    candidates: np.ndarray) -> dict[str, Any]:
+def candidate_texts(
+    config: MinHashConfig, ctx: StageContext, keys: np.ndarray, candidates: np.ndarray
+) -> dict[str, Any]:
     """Step (exact verification): the documents that share a bucket with another."""
     return {"wanted": in_buckets(keys, candidates)}
 
@@ -111,8 +115,9 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
         return idx, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     shingling = config.shingling
     data, offsets = encode_texts([batch.texts[i] for i in idx], shingling)
-    values, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n,
-                                       shingling.strip_punctuation, True)
+    values, off = shingle_texts_kernel(
+        data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, True
+    )
     return batch.start + idx, values, np.diff(off)
 
 
@@ -135,13 +140,21 @@ class ShingleSets:
         offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
         if sizes:
             np.cumsum(np.concatenate(sizes), out=offsets[1:])
-        return {"set_docs": np.concatenate(docs) if docs else np.empty(0, dtype=np.int64),
-                "set_values": np.concatenate(values) if values else np.empty(0, dtype=np.uint64),
-                "set_offsets": offsets}
+        return {
+            "set_docs": np.concatenate(docs) if docs else np.empty(0, dtype=np.int64),
+            "set_values": np.concatenate(values) if values else np.empty(0, dtype=np.uint64),
+            "set_offsets": offsets,
+        }
 
 
-def exact_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray, set_docs: np.ndarray,
-                   set_values: np.ndarray, set_offsets: np.ndarray) -> dict[str, Any]:
+def exact_verifier(
+    config: MinHashConfig,
+    ctx: StageContext,
+    values: np.ndarray,
+    set_docs: np.ndarray,
+    set_values: np.ndarray,
+    set_offsets: np.ndarray,
+) -> dict[str, Any]:
     """Step (exact verification): verify candidates by the exact Jaccard of their shingle sets."""
     set_row = np.full(len(values), -1, dtype=np.int64)
     set_row[set_docs] = np.arange(len(set_docs))
@@ -155,19 +168,26 @@ def band_groups(config: MinHashConfig, keys: np.ndarray, candidates: np.ndarray,
     return keys, member
 
 
-def verify_group(config: MinHashConfig, members: np.ndarray, keys: np.ndarray, candidates: np.ndarray,
-                 verifier: Verifier):
+def verify_group(
+    config: MinHashConfig, members: np.ndarray, keys: np.ndarray, candidates: np.ndarray, verifier: Verifier
+):
     """Group-by verify: every pair of one bucket that the verifier accepts."""
     return verify_pairs(members, verifier)
 
 
-def cluster(config: MinHashConfig, ctx: StageContext, keys: np.ndarray, candidates: np.ndarray,
-            verifier: Verifier) -> dict[str, Any]:
+def cluster(
+    config: MinHashConfig, ctx: StageContext, keys: np.ndarray, candidates: np.ndarray, verifier: Verifier
+) -> dict[str, Any]:
     """Group-by, locally: buckets by sorting band keys, verification, union-find."""
     result = find_clusters(keys, candidates, verifier, want_pairs=ctx.want_pairs, threads=ctx.threads)
-    out: dict[str, Any] = {"root": result.root, "counters": {"buckets": result.stats.buckets,
-                                                           "checked": result.stats.checked,
-                                                           "verified": result.stats.verified}}
+    out: dict[str, Any] = {
+        "root": result.root,
+        "counters": {
+            "buckets": result.stats.buckets,
+            "checked": result.stats.checked,
+            "verified": result.stats.verified,
+        },
+    }
     if ctx.want_pairs:
         out["pairs"] = (result.pairs_a, result.pairs_b, result.pairs_similarity)
     return out

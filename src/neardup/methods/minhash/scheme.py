@@ -80,17 +80,18 @@ class MinHashScheme:
         """``"classic"`` or ``"oph"``: the name of the hash family (see ``SKETCHES``)."""
         return _SKETCH_OF[self.hash_family]
 
-    def check_compatible(self, other: "MinHashScheme") -> None:
+    def check_compatible(self, other: MinHashScheme) -> None:
         """Raise IncompatibleSketchError unless ``other`` is the same scheme."""
         if self != other:
-            raise IncompatibleSketchError(
-                f"sketches of different schemes cannot be compared: {self} vs {other}")
+            raise IncompatibleSketchError(f"sketches of different schemes cannot be compared: {self} vs {other}")
 
     def permutations(self) -> tuple[np.ndarray, np.ndarray]:
         """The multiply-shift parameters (a, b), uint64[num_perm] each (classic family only)."""
         if self.hash_family != HASH_FAMILY:
-            raise ValueError(f"permutations() belong to the classic family; {self.hash_family!r} uses "
-                             "neardup.methods.minhash.oph.oph_params(seed)")
+            raise ValueError(
+                f"permutations() belong to the classic family; {self.hash_family!r} uses "
+                "neardup.methods.minhash.oph.oph_params(seed)"
+            )
         return permutations(np.uint64(self.seed), self.num_perm)
 
 
@@ -108,13 +109,14 @@ class Signatures:
     def __post_init__(self) -> None:
         v = self.values
         if v.dtype != np.uint32 or v.ndim != 2 or v.shape[1] != self.scheme.num_perm:
-            raise ValueError(f"signature values must be uint32 of shape (n, {self.scheme.num_perm}), "
-                             f"got {v.dtype} {v.shape}")
+            raise ValueError(
+                f"signature values must be uint32 of shape (n, {self.scheme.num_perm}), got {v.dtype} {v.shape}"
+            )
 
     def __len__(self) -> int:
         return self.values.shape[0]
 
-    def __getitem__(self, index) -> "Signatures":
+    def __getitem__(self, index) -> Signatures:
         rows = self.values[index]
         return Signatures(rows.reshape(-1, self.scheme.num_perm), self.scheme)
 
@@ -123,12 +125,19 @@ class Signatures:
         """bool[n]: which signatures are of empty sets."""
         return (self.values == EMPTY_VALUE).all(axis=1)
 
-    def jaccard(self, i: int, other: "Signatures | None" = None, j: int = 0) -> float:
+    def jaccard(self, i: int, other: Signatures | None = None, j: int = 0) -> float:
         """The estimate r/K between row i and row j of ``other`` (default: this batch)."""
         return self.estimate(i, other, j).value
 
-    def estimate(self, i: int, other: "Signatures | None" = None, j: int = 0, *, level: float = 0.95,
-                 method: Literal["wilson", "wald"] = "wilson") -> "Estimate":
+    def estimate(
+        self,
+        i: int,
+        other: Signatures | None = None,
+        j: int = 0,
+        *,
+        level: float = 0.95,
+        method: Literal["wilson", "wald"] = "wilson",
+    ) -> Estimate:
         """The estimate between row i and row j of ``other``, with standard error and interval.
 
         Raises IncompatibleSketchError if the two batches were made with different schemes.

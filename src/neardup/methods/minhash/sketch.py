@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -72,14 +72,24 @@ class MinHasher:
     'nd64/oph-dens-32'
     """
 
-    def __init__(self, num_perm: int = 128, seed: int = 1, shingling: Shingling | None = None,
-                 scheme: MinHashScheme | None = None, *, sketch: str | None = None):
+    def __init__(
+        self,
+        num_perm: int = 128,
+        seed: int = 1,
+        shingling: Shingling | None = None,
+        scheme: MinHashScheme | None = None,
+        *,
+        sketch: str | None = None,
+    ):
         if sketch is not None and sketch not in SKETCHES:
             raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
         if scheme is None:
-            scheme = MinHashScheme(num_perm=num_perm, seed=seed,
-                                   shingling=shingling if shingling is not None else Shingling(),
-                                   hash_family=SKETCHES[sketch or "classic"])
+            scheme = MinHashScheme(
+                num_perm=num_perm,
+                seed=seed,
+                shingling=shingling if shingling is not None else Shingling(),
+                hash_family=SKETCHES[sketch or "classic"],
+            )
         elif sketch is not None and scheme.sketch != sketch:
             raise ValueError(f"sketch={sketch!r} disagrees with the scheme's hash family {scheme.hash_family!r}")
         self.scheme = scheme
@@ -90,12 +100,11 @@ class MinHasher:
             self._a, self._b = scheme.permutations()
 
     @classmethod
-    def for_sets(cls, num_perm: int = 128, seed: int = 1, *, sketch: str = "classic") -> "MinHasher":
+    def for_sets(cls, num_perm: int = 128, seed: int = 1, *, sketch: str = "classic") -> MinHasher:
         """A MinHasher for generic sets only (its scheme has ``shingling=None``)."""
         if sketch not in SKETCHES:
             raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
-        return cls(scheme=MinHashScheme(num_perm=num_perm, seed=seed, shingling=None,
-                                        hash_family=SKETCHES[sketch]))
+        return cls(scheme=MinHashScheme(num_perm=num_perm, seed=seed, shingling=None, hash_family=SKETCHES[sketch]))
 
     def sign(self, texts: Sequence[str]) -> Signatures:
         """Signatures of many texts, shingled by the scheme's shingling."""
@@ -118,11 +127,33 @@ class MinHasher:
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         if self.scheme.hash_family == OPH_FAMILY:
-            oph_texts_kernel(data, starts, ends, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation,
-                             self._oph, self._oph_seq, values, counts)
+            oph_texts_kernel(
+                data,
+                starts,
+                ends,
+                CHAR_CLASS,
+                kind_code(sh),
+                sh.n,
+                sh.strip_punctuation,
+                self._oph,
+                self._oph_seq,
+                values,
+                counts,
+            )
         else:
-            minhash_texts_kernel(data, starts, ends, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation,
-                                 self._a, self._b, values, counts)
+            minhash_texts_kernel(
+                data,
+                starts,
+                ends,
+                CHAR_CLASS,
+                kind_code(sh),
+                sh.n,
+                sh.strip_punctuation,
+                self._a,
+                self._b,
+                values,
+                counts,
+            )
         return values, counts
 
     def _text_shingling(self) -> Shingling:

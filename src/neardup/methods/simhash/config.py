@@ -46,10 +46,10 @@ class SimHashConfig(MethodConfig):
             (same result, less work; off with IDF weighting, whose document frequencies count
             every document).
 
-    >>> SimHashConfig(max_distance=70)
+    >>> SimHashConfig(max_distance=70)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    neardup.core.validation.ParameterConflictError: max_distance must be an integer in [0, 63] for 128-bit fingerprints (unrelated ones differ in about 64 bits), got 70
+    neardup.core.validation.ParameterConflictError: max_distance must be an integer in [0, 63] for ...
     """
 
     name = "simhash"
@@ -57,35 +57,53 @@ class SimHashConfig(MethodConfig):
     rank = 10
 
     max_distance: int = param(
-        DEFAULT_MAX_DISTANCE, Integer(0, 127),
-        "Near-duplicates differ in at most K fingerprint bits (similarity 1 - K/bits).")
+        DEFAULT_MAX_DISTANCE,
+        Integer(0, 127),
+        "Near-duplicates differ in at most K fingerprint bits (similarity 1 - K/bits).",
+    )
     bits: int = param(DEFAULT_BITS, Choice((64, 128)), "Fingerprint width.")
     shingling: Shingling = param(
-        constraint=Instance(Shingling), default_factory=partial(Shingling, "word", 2),
-        help="How texts become features: word or character n-grams.", cli=CliSpec(composite="shingling"))
+        constraint=Instance(Shingling),
+        default_factory=partial(Shingling, "word", 2),
+        help="How texts become features: word or character n-grams.",
+        cli=CliSpec(composite="shingling"),
+    )
     seed: int = param(1, Integer(0, 2**64 - 1), "Seed of the hyperplanes.")
     weighting: str = param(
-        "count", Choice(("count", "idf")),
-        "Feature weights: shingle counts, or counts x IDF learned from the input (reads it twice).")
-    min_df: int = param(2, Integer(1, 2**62),
-                        "With --weighting idf, shingles in fewer documents share the largest weight.")
-    blocks: int | None = param(None, Optional(Integer(1, 128)),
-                               "Permuted-table blocks M > K [default: chosen from the document count].")
+        "count",
+        Choice(("count", "idf")),
+        "Feature weights: shingle counts, or counts x IDF learned from the input (reads it twice).",
+    )
+    min_df: int = param(
+        2, Integer(1, 2**62), "With --weighting idf, shingles in fewer documents share the largest weight."
+    )
+    blocks: int | None = param(
+        None, Optional(Integer(1, 128)), "Permuted-table blocks M > K [default: chosen from the document count]."
+    )
     exact_prepass: bool = param(
-        True, Boolean(),
+        True,
+        Boolean(),
         "Fingerprint only the first of each group of documents whose normalized texts are identical "
         "(the results are the same; off with --weighting idf).",
-        cli=CliSpec(negative="--no-exact-prepass", negative_help=PREPASS_OFF.format("Fingerprint every document, also exact copies of earlier ones")))
+        cli=CliSpec(
+            negative="--no-exact-prepass",
+            negative_help=PREPASS_OFF.format("Fingerprint every document, also exact copies of earlier ones"),
+        ),
+    )
 
     def validate(self) -> None:
         half = self.bits // 2
         if self.max_distance >= half:
-            raise conflict(f"max_distance must be an integer in [0, {half - 1}] for {self.bits}-bit fingerprints "
-                           f"(unrelated ones differ in about {half} bits), got {self.max_distance}")
+            raise conflict(
+                f"max_distance must be an integer in [0, {half - 1}] for {self.bits}-bit fingerprints "
+                f"(unrelated ones differ in about {half} bits), got {self.max_distance}"
+            )
         if self.blocks is not None and not self.max_distance < self.blocks <= self.bits:
-            raise conflict(f"blocks must be an integer with max_distance < blocks <= bits "
-                           f"({self.max_distance} < m <= {self.bits}), got {self.blocks}")
-        self.scheme  # validates the shingling against the scheme
+            raise conflict(
+                f"blocks must be an integer with max_distance < blocks <= bits "
+                f"({self.max_distance} < m <= {self.bits}), got {self.blocks}"
+            )
+        SimHashScheme(bits=self.bits, seed=self.seed, shingling=self.shingling, weighting=self.weighting)
 
     @property
     def scheme(self) -> SimHashScheme:
@@ -97,23 +115,27 @@ class SimHashConfig(MethodConfig):
 
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
         f, k = self.bits, self.max_distance
-        idf = (f", {int(counters.get('idf_shingles', 0)):,} shingles with df >= {self.min_df}"
-               if self.weighting == "idf" else "")
+        idf = (
+            f", {int(counters.get('idf_shingles', 0)):,} shingles with df >= {self.min_df}"
+            if self.weighting == "idf"
+            else ""
+        )
         lines = {}
         if self.exact_prepass and self.weighting != "idf":
             lines["exact duplicates (pre-pass)"] = f"{int(counters.get('exact_duplicates', 0)):,}"
         lines |= {
             "SimHash": f"{f}-bit, max distance {k} (similarity >= {1 - k / f:.3f}), {self.weighting} weighting{idf}",
             "permuted tables": f"m={int(counters.get('blocks', 0))} blocks, {int(counters.get('tables', 0))} tables, "
-                               f"{int(counters.get('distinct', 0)):,} distinct fingerprints",
+            f"{int(counters.get('distinct', 0)):,} distinct fingerprints",
             "pairs within distance": f"{int(counters.get('pairs', 0)):,} "
-                                     f"({int(counters.get('checked', 0)):,} candidates checked)",
+            f"({int(counters.get('checked', 0)):,} candidates checked)",
         }
         return lines
 
     def sketch_texts(self, texts: Sequence[str]) -> Sketched:
         if self.weighting == "idf":
-            raise ValueError("an index of SimHash fingerprints needs weighting='count' (IDF weights depend on "
-                             "the whole collection)")
+            raise ValueError(
+                "an index of SimHash fingerprints needs weighting='count' (IDF weights depend on the whole collection)"
+            )
         values, counts = SimHasher(scheme=self.scheme).sign_texts_with_counts(list(texts))
         return Sketched(values, counts == 0)

@@ -41,8 +41,10 @@ def simhash_plan(config: SimHashConfig) -> Plan:
     stages: list[Any] = []
     fingerprint_inputs: tuple[str, ...] = ()
     if config.weighting == "idf":
-        stages += [Scan("read + document frequencies", shingle_counts, ShingleFrequencies),
-                   Step("IDF table", idf_table, ("frequencies",))]
+        stages += [
+            Scan("read + document frequencies", shingle_counts, ShingleFrequencies),
+            Step("IDF table", idf_table, ("frequencies",)),
+        ]
         fingerprint_inputs = ("idf",)
     stages += [
         Scan("read + fingerprint", fingerprint_batch, fingerprint_rows, fingerprint_inputs),
@@ -141,9 +143,16 @@ def search(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts:
     union_edges(parent, heads[up.a], heads[up.b])
     sizes = np.diff(up.starts)
     n_pairs = int((sizes[up.a] * sizes[up.b]).sum() + (sizes * (sizes - 1) // 2).sum())
-    out: dict[str, Any] = {"root": roots(parent), "counters": {
-        "pairs": n_pairs, "checked": up.checked, "distinct": ngroups, "blocks": up.plan.blocks,
-        "tables": len(up.plan.tables)}}
+    out: dict[str, Any] = {
+        "root": roots(parent),
+        "counters": {
+            "pairs": n_pairs,
+            "checked": up.checked,
+            "distinct": ngroups,
+            "blocks": up.plan.blocks,
+            "tables": len(up.plan.tables),
+        },
+    }
     if ctx.want_pairs:
         a, b, d = expand(up.a, up.b, up.d, up.order, up.starts)
         a, b = docs[a], docs[b]

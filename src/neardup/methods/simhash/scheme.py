@@ -130,11 +130,10 @@ class SimHashScheme:
         """W = bits / 64, uint64 words per fingerprint."""
         return self.bits // 64
 
-    def check_compatible(self, other: "SimHashScheme") -> None:
+    def check_compatible(self, other: SimHashScheme) -> None:
         """Raise IncompatibleSketchError unless ``other`` is the same scheme."""
         if self != other:
-            raise IncompatibleSketchError(
-                f"fingerprints of different schemes cannot be compared: {self} vs {other}")
+            raise IncompatibleSketchError(f"fingerprints of different schemes cannot be compared: {self} vs {other}")
 
     def salts(self) -> np.ndarray:
         """s_w for w < W, uint64[W] (see the module docstring)."""
@@ -161,13 +160,14 @@ class Fingerprints:
         shape_ok = v.ndim == 1 if self.scheme.bits == 64 else (v.ndim == 2 and v.shape[1] == 2)
         if v.dtype != np.uint64 or not shape_ok:
             want = "(n,)" if self.scheme.bits == 64 else "(n, 2)"
-            raise ValueError(f"{self.scheme.bits}-bit fingerprint values must be uint64 of shape {want}, "
-                             f"got {v.dtype} {v.shape}")
+            raise ValueError(
+                f"{self.scheme.bits}-bit fingerprint values must be uint64 of shape {want}, got {v.dtype} {v.shape}"
+            )
 
     def __len__(self) -> int:
         return self.values.shape[0]
 
-    def __getitem__(self, index) -> "Fingerprints":
+    def __getitem__(self, index) -> Fingerprints:
         rows = self.values[index]
         return Fingerprints(rows.reshape(-1) if self.scheme.bits == 64 else rows.reshape(-1, 2), self.scheme)
 
@@ -185,13 +185,13 @@ class Fingerprints:
         w = self.words
         return [sum(int(x) << (64 * q) for q, x in enumerate(row)) for row in w.tolist()]
 
-    def hamming(self, i: int, other: "Fingerprints | None" = None, j: int = 0) -> int:
+    def hamming(self, i: int, other: Fingerprints | None = None, j: int = 0) -> int:
         """Hamming distance between row i and row j of ``other`` (default: this batch)."""
         other = self if other is None else other
         self.scheme.check_compatible(other.scheme)
         return int(popcount_array(self.words[i] ^ other.words[j]).sum())
 
-    def cosine(self, i: int, other: "Fingerprints | None" = None, j: int = 0) -> float:
+    def cosine(self, i: int, other: Fingerprints | None = None, j: int = 0) -> float:
         """The estimated cosine cos(pi d / f) between row i and row j of ``other``."""
         return float(estimated_cosine(self.hamming(i, other, j), self.bits))
 

@@ -107,8 +107,15 @@ class BlockPlan:
                 ksize[i, q] = self.sizes[b]
                 kmask[i] |= np.uint64(1 << b)
             keybits[i] = min(sum(self.sizes[b] for b in kept), key_limit)
-        return (kstart, ksize, nkept, keybits, kmask, np.asarray(self.starts, dtype=np.int64),
-                np.asarray(self.sizes, dtype=np.int64))
+        return (
+            kstart,
+            ksize,
+            nkept,
+            keybits,
+            kmask,
+            np.asarray(self.starts, dtype=np.int64),
+            np.asarray(self.sizes, dtype=np.int64),
+        )
 
 
 def _split(bits: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -124,7 +131,7 @@ def _plan_cost(bits: int, k: int, m: int, n: int, key_limit: int) -> tuple[float
     _, sizes = _split(bits, m)
     kept = bits - sum(sorted(sizes, reverse=True)[:k])
     b = min(kept, key_limit)
-    return math.comb(m, k) * (PROBE_COST + n / 2.0 ** b), math.comb(m, k)
+    return math.comb(m, k) * (PROBE_COST + n / 2.0**b), math.comb(m, k)
 
 
 def choose_blocks(bits: int, max_distance: int, n: int, *, key_limit: int = 64) -> int:
@@ -155,8 +162,10 @@ def block_plan(bits: int, max_distance: int, blocks: int) -> BlockPlan:
     """
     check_distance(bits, max_distance)
     if not isinstance(blocks, (int, np.integer)) or isinstance(blocks, bool) or not max_distance < blocks <= bits:
-        raise ValueError(f"blocks must be an integer with max_distance < blocks <= bits "
-                         f"({max_distance} < m <= {bits}), got {blocks!r}")
+        raise ValueError(
+            f"blocks must be an integer with max_distance < blocks <= bits "
+            f"({max_distance} < m <= {bits}), got {blocks!r}"
+        )
     starts, sizes = _split(bits, int(blocks))
     tables = tuple(combinations(range(int(blocks)), int(blocks) - max_distance))
     return BlockPlan(bits, max_distance, starts, sizes, tables)
@@ -194,9 +203,7 @@ def as_words(fps: Any, bits: int | None = None) -> tuple[np.ndarray, int]:
     else:
         values = np.asarray(fps)
     if values.dtype != np.uint64:
-        if values.dtype.kind in "iu" and values.size and values.min() >= 0:
-            values = values.astype(np.uint64)
-        elif values.size == 0:
+        if (values.dtype.kind in "iu" and values.size and values.min() >= 0) or values.size == 0:
             values = values.astype(np.uint64)
         else:
             raise TypeError(f"fingerprints must be uint64, got dtype {values.dtype}")
@@ -205,8 +212,9 @@ def as_words(fps: Any, bits: int | None = None) -> tuple[np.ndarray, int]:
     elif values.ndim == 2 and values.shape[1] in (1, 2):
         words = values
     else:
-        raise ValueError(f"fingerprints must be uint64[n] (64 bits) or uint64[n, 2] (128 bits), "
-                         f"got shape {values.shape}")
+        raise ValueError(
+            f"fingerprints must be uint64[n] (64 bits) or uint64[n, 2] (128 bits), got shape {values.shape}"
+        )
     width = 64 * words.shape[1]
     if bits is not None and width != bits:
         raise ValueError(f"expected {bits}-bit fingerprints, got {width}-bit ones")
@@ -255,8 +263,9 @@ class UniquePairs:
     checked: int
 
 
-def unique_pairs(fps: Any, max_distance: int, *, blocks: int | None = None, workers: Threads | int = 1,
-                 plan: BlockPlan | None = None) -> UniquePairs:
+def unique_pairs(
+    fps: Any, max_distance: int, *, blocks: int | None = None, workers: Threads | int = 1, plan: BlockPlan | None = None
+) -> UniquePairs:
     """All pairs within ``max_distance`` among the distinct fingerprints (see :func:`all_pairs`);
     ``workers`` (a number, or the job's :class:`~neardup.core.parallel.Threads`) share the tables."""
     words, bits = as_words(fps)
@@ -280,8 +289,9 @@ def unique_pairs(fps: Any, max_distance: int, *, blocks: int | None = None, work
     return UniquePairs(firsts, groups, order, starts, a, b, d, plan, checked)
 
 
-def all_pairs(fps: Any, max_distance: int, *, blocks: int | None = None,
-              workers: Threads | int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def all_pairs(
+    fps: Any, max_distance: int, *, blocks: int | None = None, workers: Threads | int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of fingerprints within Hamming distance ``max_distance``, exactly once.
 
     Returns ``(a, b, d)``: int64 row indices with a < b, sorted by (a, b), and int32 distances.

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -93,8 +94,9 @@ class IdfTable:
         directory = np.append(np.searchsorted(h, starts), len(h)).astype(np.int64)
         object.__setattr__(self, "directory", directory)
         object.__setattr__(self, "dir_shift", 64 - b)
-        blob = np.concatenate([np.array([self.n_docs, self.min_df], dtype=np.uint64), h,
-                               df.astype(np.uint64)]).view(np.uint8)
+        blob = np.concatenate([np.array([self.n_docs, self.min_df], dtype=np.uint64), h, df.astype(np.uint64)]).view(
+            np.uint8
+        )
         object.__setattr__(self, "digest", int(hash_spans(blob, np.array([0, len(blob)], dtype=np.int64))[0]))
 
     def __len__(self) -> int:
@@ -102,8 +104,14 @@ class IdfTable:
 
     def weights_of(self, hashes: np.ndarray) -> np.ndarray:
         """int64 weight of every hash (``default_weight`` for hashes not in the table)."""
-        return lookup_idf_weights(np.ascontiguousarray(hashes, dtype=np.uint64), self.hashes, self.weights,
-                            self.directory, self.dir_shift, self.default_weight)
+        return lookup_idf_weights(
+            np.ascontiguousarray(hashes, dtype=np.uint64),
+            self.hashes,
+            self.weights,
+            self.directory,
+            self.dir_shift,
+            self.default_weight,
+        )
 
 
 class DocumentFrequencies:
@@ -173,8 +181,12 @@ class DocumentFrequencies:
         return IdfTable(self._hashes[keep], self._counts[keep], self.n_docs, min_df)
 
 
-def fit_idf(docs: Sequence[str] | tuple[np.ndarray, np.ndarray], shingling: Shingling | None = DEFAULT_SHINGLING,
-            *, min_df: int = 2) -> IdfTable:
+def fit_idf(
+    docs: Sequence[str] | tuple[np.ndarray, np.ndarray],
+    shingling: Shingling | None = DEFAULT_SHINGLING,
+    *,
+    min_df: int = 2,
+) -> IdfTable:
     """Document frequencies of a collection: texts (shingled by ``shingling``) or a CSR pair
     ``(hashes, offsets)`` of already hashed features.
 
@@ -210,13 +222,22 @@ class SimHasher:
     (dtype('uint64'), True)
     """
 
-    def __init__(self, bits: int = 64, seed: int = 1, shingling: Shingling | None = None,
-                 weighting: Literal["count", "idf"] = "count", idf: IdfTable | None = None,
-                 scheme: SimHashScheme | None = None):
+    def __init__(
+        self,
+        bits: int = 64,
+        seed: int = 1,
+        shingling: Shingling | None = None,
+        weighting: Literal["count", "idf"] = "count",
+        idf: IdfTable | None = None,
+        scheme: SimHashScheme | None = None,
+    ):
         if scheme is None:
-            scheme = SimHashScheme(bits=bits, seed=seed,
-                                   shingling=shingling if shingling is not None else DEFAULT_SHINGLING,
-                                   weighting=weighting)
+            scheme = SimHashScheme(
+                bits=bits,
+                seed=seed,
+                shingling=shingling if shingling is not None else DEFAULT_SHINGLING,
+                weighting=weighting,
+            )
         if scheme.hash_family != HASH_FAMILY:
             raise ValueError("SimHasher takes a feature scheme; vector schemes are made by sign_vectors")
         if scheme.weighting == "idf":
@@ -261,11 +282,23 @@ class SimHasher:
         counts = np.empty(len(texts), dtype=np.int64)
         idf = self.idf
         use = idf is not None
-        simhash_texts_kernel(data, offsets, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation, self._salts,
-                             use, idf.hashes if use else np.empty(0, dtype=np.uint64),
-                             idf.weights if use else np.empty(0, dtype=np.int64),
-                             idf.directory if use else np.zeros(2, dtype=np.int64), idf.dir_shift if use else 64,
-                             idf.default_weight if use else 0, out, counts)
+        simhash_texts_kernel(
+            data,
+            offsets,
+            CHAR_CLASS,
+            kind_code(sh),
+            sh.n,
+            sh.strip_punctuation,
+            self._salts,
+            use,
+            idf.hashes if use else np.empty(0, dtype=np.uint64),
+            idf.weights if use else np.empty(0, dtype=np.int64),
+            idf.directory if use else np.zeros(2, dtype=np.int64),
+            idf.dir_shift if use else 64,
+            idf.default_weight if use else 0,
+            out,
+            counts,
+        )
         return out, counts
 
     def sign_hashed(self, hashes: np.ndarray, offsets: np.ndarray, weights: np.ndarray | None = None) -> Fingerprints:
@@ -278,8 +311,13 @@ class SimHasher:
         """
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(hashes)\
-                or (np.diff(offsets) < 0).any():
+        if (
+            offsets.ndim != 1
+            or len(offsets) < 1
+            or offsets[0] != 0
+            or offsets[-1] != len(hashes)
+            or (np.diff(offsets) < 0).any()
+        ):
             raise ValueError("offsets must start at 0, not decrease, and end at len(hashes)")
         out = np.empty((len(offsets) - 1, self.scheme.words), dtype=np.uint64)
         if weights is None and self.idf is not None:
@@ -305,8 +343,7 @@ class SimHasher:
 
     def vector_scheme(self, dim: int) -> SimHashScheme:
         """The scheme of fingerprints of ``dim``-dimensional vectors made by this hasher."""
-        return SimHashScheme(bits=self.bits, seed=self.scheme.seed, shingling=None, dim=dim,
-                             hash_family=VECTOR_FAMILY)
+        return SimHashScheme(bits=self.bits, seed=self.scheme.seed, shingling=None, dim=dim, hash_family=VECTOR_FAMILY)
 
     def sign_vectors(self, X: Any, *, chunk: int = 65536) -> Fingerprints:
         """Fingerprints of the rows of a float array X (n, dim) by Gaussian random hyperplanes.
@@ -325,13 +362,13 @@ class SimHasher:
             planes = self._planes[dim] = scheme.hyperplanes(dim)
         out = np.empty((n, self.scheme.words), dtype=np.uint64)
         for lo in range(0, n, chunk):
-            block = np.asarray(X[lo:lo + chunk], dtype=np.float64)
+            block = np.asarray(X[lo : lo + chunk], dtype=np.float64)
             if not np.isfinite(block).all():
                 bad = lo + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
                 raise ValueError(f"vector {bad} has a non-finite value")
             bits = (block @ planes) > 0
             packed = np.packbits(bits, axis=1, bitorder="little")
-            out[lo:lo + chunk] = np.ascontiguousarray(packed).view("<u8").astype(np.uint64)
+            out[lo : lo + chunk] = np.ascontiguousarray(packed).view("<u8").astype(np.uint64)
         return self._wrap(out, scheme)
 
 
@@ -351,8 +388,7 @@ def vectors_from_parquet(path: str, column: str) -> np.ndarray:
     except (KeyError, pa.ArrowInvalid) as exc:
         raise InputError(path, None, f"cannot read column {column!r}: {exc}") from None
     col = table.column(column).combine_chunks()
-    if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
-            or pa.types.is_fixed_size_list(col.type)):
+    if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or pa.types.is_fixed_size_list(col.type)):
         raise InputError(path, None, f"column {column!r} is {col.type}, expected a list of numbers")
     n = len(col)
     if n == 0:

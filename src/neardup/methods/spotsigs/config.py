@@ -57,35 +57,64 @@ class SpotSigsConfig(MethodConfig):
     rank = 20
 
     threshold: float = param(
-        DEFAULT_THRESHOLD, Real(0, 1, low_open=True),
-        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates.")
-    spot_distance: int = param(DEFAULT_SPOT_DISTANCE, Integer(1, MAX_CHAIN),
-                               "A chain takes every D-th non-stopword after its antecedent.")
+        DEFAULT_THRESHOLD,
+        Real(0, 1, low_open=True),
+        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates.",
+    )
+    spot_distance: int = param(
+        DEFAULT_SPOT_DISTANCE, Integer(1, MAX_CHAIN), "A chain takes every D-th non-stopword after its antecedent."
+    )
     chain: int = param(DEFAULT_CHAIN, Integer(1, MAX_CHAIN), "Words per spot signature.")
     antecedents: tuple[str, ...] | None = param(
-        None, Optional(Words(_READ_FILE)), "Antecedent words, one per line, # comments [default: built-in English].",
-        cli=CliSpec(metavar="FILE", path=True, load=load_words))
+        None,
+        Optional(Words(_READ_FILE)),
+        "Antecedent words, one per line, # comments [default: built-in English].",
+        cli=CliSpec(metavar="FILE", path=True, load=load_words),
+    )
     stopwords: tuple[str, ...] | None = param(
-        None, Optional(Words(_READ_FILE)), "Words that chains skip, one per line [default: built-in English].",
-        cli=CliSpec(metavar="FILE", path=True, load=load_words))
+        None,
+        Optional(Words(_READ_FILE)),
+        "Words that chains skip, one per line [default: built-in English].",
+        cli=CliSpec(metavar="FILE", path=True, load=load_words),
+    )
     idf_band: tuple[float, float] | None = param(
-        None, Optional(Range(Real(0, 1))),
+        None,
+        Optional(Range(Real(0, 1))),
         "Normalized-IDF band LO HI of the signatures kept [default: all] (reads the input twice).",
-        cli=CliSpec(metavar="LO HI"))
-    key: str = param(DEFAULT_KEY, Choice(("antecedent", "chain")),
-                     "A signature is its antecedent and chain, or the chain alone.", cli=CliSpec(flag="--spot-key"))
+        cli=CliSpec(metavar="LO HI"),
+    )
+    key: str = param(
+        DEFAULT_KEY,
+        Choice(("antecedent", "chain")),
+        "A signature is its antecedent and chain, or the chain alone.",
+        cli=CliSpec(flag="--spot-key"),
+    )
     exact_prepass: bool = param(
-        True, Boolean(),
+        True,
+        Boolean(),
         "Extract signatures only for the first of each group of documents whose normalized texts are "
         "identical (the results are the same; off with --idf-band).",
-        cli=CliSpec(negative="--no-exact-prepass", negative_help=PREPASS_OFF.format("Extract the signatures of every document, also of exact copies of earlier ones")))
+        cli=CliSpec(
+            negative="--no-exact-prepass",
+            negative_help=PREPASS_OFF.format(
+                "Extract the signatures of every document, also of exact copies of earlier ones"
+            ),
+        ),
+    )
     _scheme: SpotSigsScheme = field(init=False, repr=False, compare=False)
 
     def validate(self) -> None:
-        object.__setattr__(self, "_scheme", SpotSigsScheme(
-            antecedents=self.antecedents if self.antecedents is not None else ENGLISH_ANTECEDENTS,
-            stopwords=self.stopwords if self.stopwords is not None else ENGLISH_STOPWORDS,
-            spot_distance=self.spot_distance, chain=self.chain, key=self.key))
+        object.__setattr__(
+            self,
+            "_scheme",
+            SpotSigsScheme(
+                antecedents=self.antecedents if self.antecedents is not None else ENGLISH_ANTECEDENTS,
+                stopwords=self.stopwords if self.stopwords is not None else ENGLISH_STOPWORDS,
+                spot_distance=self.spot_distance,
+                chain=self.chain,
+                key=self.key,
+            ),
+        )
 
     @property
     def scheme(self) -> SpotSigsScheme:
@@ -102,15 +131,22 @@ class SpotSigsConfig(MethodConfig):
         lines = {}
         if self.exact_prepass and self.idf_band is None:
             lines["exact duplicates (pre-pass)"] = f"{c.get('exact_duplicates', 0):,}"
-        lines["SpotSigs"] = (f"d={self.spot_distance} c={self.chain} key={self.key}, "
-                             f"{len(self.scheme.antecedents)} antecedents, {len(self.scheme.skipped)} skipped words")
-        lines["spot signatures"] = (f"{signatures:,} in {documents:,} documents "
-                                    f"({signatures / max(documents, 1):.1f} per non-empty document)")
+        lines["SpotSigs"] = (
+            f"d={self.spot_distance} c={self.chain} key={self.key}, "
+            f"{len(self.scheme.antecedents)} antecedents, {len(self.scheme.skipped)} skipped words"
+        )
+        lines["spot signatures"] = (
+            f"{signatures:,} in {documents:,} documents ({signatures / max(documents, 1):.1f} per non-empty document)"
+        )
         if self.idf_band is not None:
-            lines["IDF band"] = (f"[{self.idf_band[0]:g}, {self.idf_band[1]:g}]: kept {c.get('kept', 0):,} of "
-                                 f"{c.get('before', 0):,} signatures")
+            lines["IDF band"] = (
+                f"[{self.idf_band[0]:g}, {self.idf_band[1]:g}]: kept {c.get('kept', 0):,} of "
+                f"{c.get('before', 0):,} signatures"
+            )
         lines["length partitions"] = f"{c.get('partitions', 0):,} (threshold {self.threshold})"
         lines["similarity computations"] = f"{c.get('computed', 0):,} ({c.get('pairs', 0):,} pairs >= {self.threshold})"
-        lines["pruned by length bound"] = (f"{c.get('pruned', 0):,} list entries; {c.get('lists_cut', 0):,} lists cut "
-                                           f"short, {c.get('lists_skipped', 0):,} never opened")
+        lines["pruned by length bound"] = (
+            f"{c.get('pruned', 0):,} list entries; {c.get('lists_cut', 0):,} lists cut "
+            f"short, {c.get('lists_skipped', 0):,} never opened"
+        )
         return lines

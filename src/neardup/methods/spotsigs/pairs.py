@@ -93,8 +93,9 @@ def _as_signatures(sigs) -> SpotSignatures:
     raise TypeError("expected SpotSignatures or a CSR tuple (values, counts, offsets)")
 
 
-def all_pairs(sigs: SpotSignatures, tau: float, *, workers: Threads | int = 1, partitions: bool = True,
-              pruning: bool = True) -> AllPairs:
+def all_pairs(
+    sigs: SpotSignatures, tau: float, *, workers: Threads | int = 1, partitions: bool = True, pruning: bool = True
+) -> AllPairs:
     """Every pair of documents with weighted Jaccard >= ``tau``, exactly (see the module docstring).
 
     ``partitions`` and ``pruning`` switch off the length partitions and the length-bound pruning
@@ -153,8 +154,21 @@ def _all_pairs(sigs: SpotSignatures, tau: float, threads: Threads, partitions: b
     def task(bounds_pair):
         seen = seen_pool.get()
         try:
-            return probe(bounds_pair[0], bounds_pair[1], tau, pruning, values, counts, off, sid, rlen,
-                          list_off, list_rank, limit, seen)
+            return probe(
+                bounds_pair[0],
+                bounds_pair[1],
+                tau,
+                pruning,
+                values,
+                counts,
+                off,
+                sid,
+                rlen,
+                list_off,
+                list_rank,
+                limit,
+                seen,
+            )
         finally:
             seen_pool.put(seen)
 
@@ -167,9 +181,16 @@ def _all_pairs(sigs: SpotSignatures, tau: float, threads: Threads, partitions: b
     a, b = doc_of[ra], doc_of[rb]
     a, b = np.minimum(a, b), np.maximum(a, b)
     order = np.lexsort((b, a))
-    counters = PairCounters(documents=nr, partitions=n_parts, computed=int(st[0]), pairs=int(st[1]),
-                            pruned=int(st[2]), lists_cut=int(st[3]), lists_skipped=int(st[4]),
-                            lists_opened=int(st[5]))
+    counters = PairCounters(
+        documents=nr,
+        partitions=n_parts,
+        computed=int(st[0]),
+        pairs=int(st[1]),
+        pruned=int(st[2]),
+        lists_cut=int(st[3]),
+        lists_skipped=int(st[4]),
+        lists_opened=int(st[5]),
+    )
     return AllPairs(a[order], b[order], sim[order], counters)
 
 
@@ -191,8 +212,9 @@ def all_pairs_bruteforce(sigs: SpotSignatures, tau: float) -> AllPairs:
     return AllPairs(a, b, s, PairCounters(documents=n, computed=n * (n - 1) // 2, pairs=len(a)))
 
 
-def weighted_jaccard_rows(sigs: SpotSignatures, docs: np.ndarray, others: np.ndarray,
-                          lengths: np.ndarray | None = None) -> np.ndarray:
+def weighted_jaccard_rows(
+    sigs: SpotSignatures, docs: np.ndarray, others: np.ndarray, lengths: np.ndarray | None = None
+) -> np.ndarray:
     """Weighted Jaccard of ``docs[q]`` and ``others[q]`` (1.0 for a document and itself).
 
     >>> s = SpotSignatures.from_multisets([{1: 5, 2: 4, 3: 4}, {1: 8, 2: 4}])
@@ -200,5 +222,11 @@ def weighted_jaccard_rows(sigs: SpotSignatures, docs: np.ndarray, others: np.nda
     [0.5625, 1.0]
     """
     lengths = sigs.lengths if lengths is None else lengths
-    return rows_similarity(sigs.values, sigs.counts, sigs.offsets, lengths,
-                            np.asarray(docs, dtype=np.int64), np.asarray(others, dtype=np.int64))
+    return rows_similarity(
+        sigs.values,
+        sigs.counts,
+        sigs.offsets,
+        lengths,
+        np.asarray(docs, dtype=np.int64),
+        np.asarray(others, dtype=np.int64),
+    )

@@ -71,8 +71,9 @@ class SignatureFrequencies:
         return {"frequencies": self.df}
 
 
-def filtered_batch(config: SpotSigsConfig, batch: DocBatch,
-                   frequencies: DocumentFrequencies | None = None) -> tuple[SpotSignatures, int]:
+def filtered_batch(
+    config: SpotSigsConfig, batch: DocBatch, frequencies: DocumentFrequencies | None = None
+) -> tuple[SpotSignatures, int]:
     """Map: the batch's signatures (IDF-filtered with a band), and how many there were before."""
     sigs = extract(batch.texts, config.scheme)
     before = int(sigs.counts.sum())
@@ -100,8 +101,12 @@ class SignatureRows:
     def result(self) -> dict[str, Any]:
         sigs = SpotSignatures.concat(self.parts, self.scheme)
         lengths = sigs.lengths
-        return {"signatures": sigs, "signature_lengths": lengths, "empty": lengths == 0,
-                "counters": {"before": self.before, "kept": int(sigs.counts.sum())}}
+        return {
+            "signatures": sigs,
+            "signature_lengths": lengths,
+            "empty": lengths == 0,
+            "counters": {"before": self.before, "kept": int(sigs.counts.sum())},
+        }
 
 
 def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: SpotSignatures) -> dict[str, Any]:
@@ -110,9 +115,16 @@ def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: Sp
     c = res.counters
     out: dict[str, Any] = {
         "root": components(len(signatures), res.a, res.b),
-        "counters": {"documents": c.documents, "signatures": int(signatures.lengths.sum()),
-                     "partitions": c.partitions, "computed": c.computed, "pairs": c.pairs, "pruned": c.pruned,
-                     "lists_cut": c.lists_cut, "lists_skipped": c.lists_skipped},
+        "counters": {
+            "documents": c.documents,
+            "signatures": int(signatures.lengths.sum()),
+            "partitions": c.partitions,
+            "computed": c.computed,
+            "pairs": c.pairs,
+            "pruned": c.pruned,
+            "lists_cut": c.lists_cut,
+            "lists_skipped": c.lists_skipped,
+        },
     }
     if ctx.want_pairs:
         out["pairs"] = (res.a, res.b, res.similarity)

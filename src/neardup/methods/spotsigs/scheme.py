@@ -19,14 +19,13 @@ FORMAT_VERSION = 1
 HASH_FAMILY = "nd64"
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # Scheme and word lists
 def _canonical_words(words, what: str, nfkc: bool, casefold: bool) -> tuple[str, ...]:
     if isinstance(words, (str, bytes)):
-        raise TypeError(f"{what} must be a sequence of words, not a single string "
-                        f"(use load_words(path) to read a file)")
+        raise TypeError(
+            f"{what} must be a sequence of words, not a single string (use load_words(path) to read a file)"
+        )
     out = set()
     for w in words:
         if not isinstance(w, str):
@@ -83,8 +82,7 @@ class SpotSigsScheme:
         if not ants:
             raise ValueError("antecedents must not be empty: signatures start at antecedents")
         object.__setattr__(self, "antecedents", ants)
-        object.__setattr__(self, "stopwords",
-                           _canonical_words(self.stopwords, "stopwords", self.nfkc, self.casefold))
+        object.__setattr__(self, "stopwords", _canonical_words(self.stopwords, "stopwords", self.nfkc, self.casefold))
         object.__setattr__(self, "spot_distance", int(self.spot_distance))
         object.__setattr__(self, "chain", int(self.chain))
 
@@ -99,11 +97,10 @@ class SpotSigsScheme:
         skip = np.array(sorted(hash_str(w) for w in self.skipped), dtype=np.uint64)
         return ant, skip
 
-    def check_compatible(self, other: "SpotSigsScheme | None") -> None:
+    def check_compatible(self, other: SpotSigsScheme | None) -> None:
         """Raise IncompatibleSketchError unless ``other`` is the same scheme."""
         if self != other:
-            raise IncompatibleSketchError(
-                f"spot signatures of different schemes cannot be compared: {self} vs {other}")
+            raise IncompatibleSketchError(f"spot signatures of different schemes cannot be compared: {self} vs {other}")
 
 
 def load_words(path: str | os.PathLike) -> tuple[str, ...]:
@@ -131,7 +128,6 @@ def load_words(path: str | os.PathLike) -> tuple[str, ...]:
             continue
         toks = tokenize(word)
         if len(toks) != 1:
-            raise InputError(str(path), number,
-                             f"expected one word per line, got {word!r} (tokens {toks!r})")
+            raise InputError(str(path), number, f"expected one word per line, got {word!r} (tokens {toks!r})")
         words.append(word)
     return tuple(words)

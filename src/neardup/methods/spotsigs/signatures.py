@@ -84,8 +84,8 @@ both exist to check and to measure ``all_pairs``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -126,8 +126,9 @@ class SpotSignatures:
         return dict(zip(self.values[lo:hi].tolist(), self.counts[lo:hi].tolist()))
 
     @classmethod
-    def from_multisets(cls, docs: Iterable[Mapping[int, int] | Iterable[int]],
-                       scheme: SpotSigsScheme | None = None) -> "SpotSignatures":
+    def from_multisets(
+        cls, docs: Iterable[Mapping[int, int] | Iterable[int]], scheme: SpotSigsScheme | None = None
+    ) -> SpotSignatures:
         """Build from mappings item -> count or iterables with repeats, items being integers
         in [0, 2**64) used as they are (no hashing).
 
@@ -153,7 +154,7 @@ class SpotSignatures:
         return cls(np.array(values, dtype=np.uint64), np.array(counts, dtype=np.int32), offsets, scheme)
 
     @classmethod
-    def concat(cls, parts: Sequence["SpotSignatures"], scheme: SpotSigsScheme | None = None) -> "SpotSignatures":
+    def concat(cls, parts: Sequence[SpotSignatures], scheme: SpotSigsScheme | None = None) -> SpotSignatures:
         """The documents of ``parts``, one after the other; all must have ``scheme`` (by default
         the first part's)."""
         if scheme is None and parts:
@@ -161,16 +162,18 @@ class SpotSignatures:
         for p in parts:
             if p.scheme != scheme:
                 raise IncompatibleSketchError(
-                    f"spot signatures of different schemes cannot be mixed: {p.scheme} vs {scheme}")
+                    f"spot signatures of different schemes cannot be mixed: {p.scheme} vs {scheme}"
+                )
         if not parts:
             return cls(np.empty(0, np.uint64), np.empty(0, np.int32), np.zeros(1, np.int64), scheme)
         sizes = np.concatenate([np.diff(p.offsets) for p in parts])
         offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
-        return cls(np.concatenate([p.values for p in parts]), np.concatenate([p.counts for p in parts]),
-                   offsets, scheme)
+        return cls(
+            np.concatenate([p.values for p in parts]), np.concatenate([p.counts for p in parts]), offsets, scheme
+        )
 
-    def select(self, keep: np.ndarray) -> "SpotSignatures":
+    def select(self, keep: np.ndarray) -> SpotSignatures:
         """The same documents keeping only the entries where the bool mask ``keep`` is True."""
         doc = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
         sizes = np.bincount(doc[keep], minlength=len(self))
@@ -181,8 +184,7 @@ class SpotSignatures:
 
 def encode(texts: Sequence[str], scheme: SpotSigsScheme) -> tuple[np.ndarray, np.ndarray]:
     """Normalize texts (NFKC, case folding) and pack their UTF-8 bytes as (data, offsets)."""
-    encoded = [normalize(t, nfkc=scheme.nfkc, casefold=scheme.casefold).encode("utf-8", "surrogatepass")
-               for t in texts]
+    encoded = [normalize(t, nfkc=scheme.nfkc, casefold=scheme.casefold).encode("utf-8", "surrogatepass") for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
@@ -202,8 +204,16 @@ def extract(texts: Sequence[str], scheme: SpotSigsScheme | None = None) -> SpotS
     scheme = scheme if scheme is not None else SpotSigsScheme()
     data, offsets = encode(texts, scheme)
     ant, skip = _scheme_arrays(scheme)
-    v, c, off = extract_kernel(data, offsets, CHAR_CLASS, ant, skip, scheme.spot_distance, scheme.chain,
-                               KEY_ANTECEDENT if scheme.key == "antecedent" else KEY_CHAIN)
+    v, c, off = extract_kernel(
+        data,
+        offsets,
+        CHAR_CLASS,
+        ant,
+        skip,
+        scheme.spot_distance,
+        scheme.chain,
+        KEY_ANTECEDENT if scheme.key == "antecedent" else KEY_CHAIN,
+    )
     return SpotSignatures(v, c, off, scheme)
 
 
@@ -305,8 +315,9 @@ class DocumentFrequencies:
         new = np.concatenate(self._pending) if self._pending else np.empty(0, dtype=np.uint64)
         self._pending, self._pending_size = [], 0
         keys = np.concatenate([self._keys, new] + ([more_keys] if more_keys is not None else []))
-        weights = np.concatenate([self._df, np.ones(len(new), dtype=np.int64)]
-                                 + ([more_df] if more_df is not None else []))
+        weights = np.concatenate(
+            [self._df, np.ones(len(new), dtype=np.int64)] + ([more_df] if more_df is not None else [])
+        )
         order = np.argsort(keys, kind="stable")
         keys, weights = keys[order], weights[order]
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
@@ -327,7 +338,7 @@ class DocumentFrequencies:
         return np.where(keys[i] == values, df[i], 0)
 
     @classmethod
-    def of(cls, sigs: SpotSignatures) -> "DocumentFrequencies":
+    def of(cls, sigs: SpotSignatures) -> DocumentFrequencies:
         f = cls()
         f.add(sigs)
         return f
@@ -344,8 +355,9 @@ def check_band(band) -> tuple[float, float]:
     return lo, hi
 
 
-def idf_filter(sigs: SpotSignatures, band: tuple[float, float],
-               df: DocumentFrequencies | None = None) -> SpotSignatures:
+def idf_filter(
+    sigs: SpotSignatures, band: tuple[float, float], df: DocumentFrequencies | None = None
+) -> SpotSignatures:
     """Keep the signatures whose normalised IDF lies in ``band = (lo, hi)`` (both ends included);
     document lengths follow (a document may become empty).
 
