@@ -19,6 +19,10 @@ installed the RSS of the child plus all its descendants is also sampled every
 20 ms; that column matters if a tool forks worker processes.
 
 Results are printed as a table and saved as JSON under ``benchmarks/_results/``.
+
+``--baseline TREE`` adds another neardup, run from the source tree TREE (``PYTHONPATH=TREE/src
+python -m neardup``), timed in the same round robin as ``neardup-baseline``: the way to show that
+a change is within noise of the code before it (old and new alternate, ratio in the table).
 """
 
 from __future__ import annotations
@@ -145,6 +149,23 @@ def tool_commands(args, neardup_cmd) -> dict:
             str(args.workers),
             "--quiet",
         ]
+    if getattr(args, "baseline", None):
+        tree = str(Path(args.baseline).resolve() / "src")
+        tools["neardup-baseline"] = lambda c, o: [
+            "env",
+            f"PYTHONPATH={tree}",
+            sys.executable,
+            "-m",
+            "neardup",
+            "dedup",
+            str(c),
+            "-o",
+            str(o),
+            *common,
+            "--workers",
+            str(args.workers),
+            "--quiet",
+        ]
     tools["datasketch"] = lambda c, o: [
         sys.executable,
         str(PEERS / "datasketch_dedup.py"),
@@ -154,7 +175,8 @@ def tool_commands(args, neardup_cmd) -> dict:
         *common,
     ]
     tools["rensa"] = lambda c, o: [sys.executable, str(PEERS / "rensa_dedup.py"), str(c), "-o", str(o), *common]
-    return {name: cmd for name, cmd in tools.items() if name in args.tools}
+    wanted = set(args.tools) | ({"neardup-baseline"} if getattr(args, "baseline", None) else set())
+    return {name: cmd for name, cmd in tools.items() if name in wanted}
 
 
 def measure(argv: list[str]) -> dict:
@@ -294,6 +316,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--ngram", type=int, default=5)
     ap.add_argument("--num-perm", type=int, default=128)
+    ap.add_argument("--baseline", type=Path, help="also time the neardup of this source tree (neardup-baseline)")
     args = ap.parse_args(argv)
     args.tools = [t.strip() for t in args.tools.split(",") if t.strip()]
 
@@ -313,16 +336,16 @@ def main(argv=None) -> int:
     out_dir = DATA / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    if "neardup" in tools:  # fill numba's on-disk compile cache before timing
+    for name in [t for t in ("neardup", "neardup-baseline") if t in tools]:  # fill numba's compile cache first
         warm = out_dir / "warmup.jsonl"
         n_warm = head(corpus, 2000, warm)
-        r = measure(tools["neardup"](warm, out_dir / "warmup-kept.jsonl"))
+        r = measure(tools[name](warm, out_dir / "warmup-kept.jsonl"))
         if r["returncode"] != 0:
-            print(f"neardup: warm-up failed, skipped:\n{r['stderr']}")
-            del tools["neardup"]
+            print(f"{name}: warm-up failed, skipped:\n{r['stderr']}")
+            del tools[name]
         else:
             print(
-                f"neardup: warm-up run on {n_warm:,} documents done in {r['wall_s']:.1f} s, not timed "
+                f"{name}: warm-up run on {n_warm:,} documents done in {r['wall_s']:.1f} s, not timed "
                 "(numba's compile cache is warm for the timed runs)"
             )
 

@@ -25,3 +25,8 @@ class InputError(NeardupError):
 
 class IncompatibleSketchError(NeardupError, ValueError):
     """Two sketches were made with different schemes (hash family, seed, K, shingling, version)."""
+
+
+class InputChangedError(NeardupError):
+    """The input gave other documents when it was read again (a job that reads its input several
+    times needs the same documents every time)."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core.arrays import RowBuffer, text_lengths
 from ..core.documents import DocBatch, DocumentSource
+from ..core.errors import InputChangedError
 from ..core.parallel import MAX_WORKERS, Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, StageContext, Step
 from ..core.validation import check_int
@@ -102,6 +103,19 @@ def _map(stage: Scan, config: Any, inputs: list[Any], batch: DocBatch):
     return batch, stage.map(config, batch, *inputs)
 
 
+class _Counted:
+    """The batches of a source, counting their documents as they pass."""
+
+    def __init__(self, batches: Iterable[DocBatch]) -> None:
+        self._batches = batches
+        self.documents = 0
+
+    def __iter__(self) -> Iterator[DocBatch]:
+        for batch in self._batches:
+            self.documents += len(batch)
+            yield batch
+
+
 class LocalEngine:
     """Runs plans on this machine with ``workers`` threads (see the module docs).
 
@@ -160,10 +174,15 @@ class LocalEngine:
                             counters["exact_duplicates"] = groups.n_duplicates
                         first = False
                     else:
-                        batches = source() if groups is None else representatives(source(), groups.sketch)
+                        counted = _Counted(source())
+                        batches = counted if groups is None else representatives(counted, groups.sketch)
                         for batch, part in threads.stream(partial(_map, stage, config, inputs), batches):
                             reducer.add(part)
                             progress.advance(len(batch))
+                        if counted.documents != len(ids):
+                            raise InputChangedError(
+                                f"the input changed while the job ran: it gave {len(ids):,} documents when first "
+                                f"read and {counted.documents:,} when read again for {stage.name!r}")
                     out = reducer.result()
                 elif isinstance(stage, Step):
                     out = stage.fn(config, ctx, *inputs)
