@@ -213,7 +213,7 @@ def test_threshold_outside_open_unit_interval_is_rejected(t):
 
 @given(k=st.integers(max_value=0))
 def test_num_perm_below_one_is_rejected(k):
-    with pytest.raises(ValueError, match="num_perm must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"num_perm must be an integer in \[1, 2048\]"):
         optimal_params(0.5, k)
 
 
@@ -250,7 +250,7 @@ def test_params_for_overrides():
         params_for(0.8, 128, bands=200)
     with pytest.raises(ValueError, match="rows=129"):
         params_for(0.8, 128, rows=129)
-    with pytest.raises(ValueError, match="bands must be an integer >= 1"):
+    with pytest.raises(ValueError, match="bands must be an integer in"):
         params_for(0.8, 128, bands=0)
 
 
@@ -551,7 +551,7 @@ def test_shape_and_dtype_errors():
         index.query(np.zeros((2, K), dtype=np.uint32))
     with pytest.raises(TypeError, match="uint32"):
         index.add([1], np.zeros((1, K), dtype=np.float64))
-    with pytest.raises(ValueError, match="min_similarity must be in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match="min_similarity must be a number in \\[0, 1\\]"):
         index.query(np.zeros(K, dtype=np.uint32), min_similarity=1.5)
     with pytest.raises(ValueError, match="limit"):
         index.query(np.zeros(K, dtype=np.uint32), limit=-1)

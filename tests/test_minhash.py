@@ -28,6 +28,7 @@ from neardup.core.errors import IncompatibleSketchError
 from neardup.core.measures import jaccard
 from neardup.methods.minhash import estimate as mh_mod
 from neardup.methods.minhash.estimate import confidence_interval, estimate_from_rows
+from neardup.methods.minhash.oph import OPH_FAMILY
 from neardup.methods.minhash.scheme import MinHashScheme, Signatures
 from neardup.methods.minhash.sketch import MinHasher, hash_items
 from neardup.text.shingles import Shingling, shingle_batch
@@ -468,11 +469,12 @@ def test_acceptance_probability_edges():
         MinHashScheme(shingling=Shingling("word", 3)),
         MinHashScheme(shingling=Shingling("char", 5)),
         MinHashScheme(shingling=None),
-        MinHashScheme(format_version=2),
+        MinHashScheme(hash_family=OPH_FAMILY),
     ],
 )
 def test_incompatible_schemes_raise(other):
-    """Different seed, K, shingling or version: check_compatible and Signatures.jaccard raise."""
+    """Different seed, K, shingling or hash family: check_compatible and Signatures.jaccard raise
+    (a newer format version cannot be made: test_scheme_validation)."""
     base = MinHashScheme()
     base.check_compatible(MinHashScheme())  # equal schemes are fine
     with pytest.raises(IncompatibleSketchError):
@@ -494,7 +496,18 @@ def test_compatible_signatures_estimate():
     assert a.jaccard(0, b, 1) == r / 128
 
 
-@pytest.mark.parametrize("kwargs", [dict(num_perm=0), dict(num_perm=True), dict(seed=-1), dict(seed=2**64)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(num_perm=0),
+        dict(num_perm=True),
+        dict(num_perm=2049),
+        dict(seed=-1),
+        dict(seed=2**64),
+        dict(format_version=0),
+        dict(format_version=2),
+    ],
+)
 def test_scheme_validation(kwargs):
     with pytest.raises(ValueError):
         MinHashScheme(**kwargs)

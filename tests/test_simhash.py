@@ -453,7 +453,7 @@ def test_fingerprints_container():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"bits": 32}, "bits must be 64 or 128"),
+        ({"bits": 32}, "bits must be one of 64 or 128"),
         ({"seed": -1}, "seed"),
         ({"seed": 2**64}, "seed"),
         ({"weighting": "tf"}, "weighting"),

@@ -200,7 +200,7 @@ def test_scheme_validation_and_canonical_form():
         SpotSigsScheme(chain=True)
     with pytest.raises(ValueError, match="key"):
         SpotSigsScheme(key="prefix")
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(ValueError, match="non-empty"):
         SpotSigsScheme(antecedents=())
     with pytest.raises(ValueError, match="single word token"):
         SpotSigsScheme(stopwords=["don't"])

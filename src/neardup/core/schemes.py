@@ -51,28 +51,43 @@ def _encode(value: Any) -> Any:
 
 
 def _decode(tp: Any, value: Any, name: str) -> Any:
-    """``value`` (from JSON) as the field type ``tp``: records rebuilt, lists to tuples."""
+    """``value`` (from JSON) as the field type ``tp``: records rebuilt, lists to tuples.
+
+    Only the shape is rebuilt here (a dict into its record, a list into a tuple); whether the
+    values are allowed is for the record's own validation, which the constructor runs.
+    """
     if value is None:
         return None
     origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _decode(typing.get_args(tp)[0], value, name)
     if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            if arg is type(None):
-                continue
-            if isinstance(arg, type) and issubclass(arg, Record) and isinstance(value, dict):
-                return arg.from_dict(value)
         args = [a for a in typing.get_args(tp) if a is not type(None)]
+        records = [a for a in args if isinstance(a, type) and issubclass(a, Record)]
+        for arg in records:
+            if isinstance(value, arg):
+                return value
+        if isinstance(value, dict) and len(records) == 1:
+            return records[0].from_dict(value)
         return _decode(args[0], value, name) if len(args) == 1 else _decode_plain(value)
     if isinstance(tp, type) and issubclass(tp, Record):
+        if isinstance(value, tp):
+            return value
         if not isinstance(value, dict):
-            raise ParameterTypeError(f"{name} must be a mapping of the fields of {tp.__name__}, got {value!r}")
+            raise ParameterTypeError(
+                f"{name} must be a mapping of the fields of {tp.__name__}, got {value!r} ({type(value).__name__})"
+            )
         return tp.from_dict(value)
     if origin is tuple or tp is tuple:
         if not isinstance(value, (list, tuple)):
-            raise ParameterTypeError(f"{name} must be a list, got {value!r}")
+            return value  # the constructor's check says what it should be
         args = typing.get_args(tp)
-        inner = args[0] if args and (len(args) == 1 or args[-1] is Ellipsis) else None
-        return tuple(_decode(inner, v, name) if inner is not None else _decode_plain(v) for v in value)
+        if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]
+            return tuple(_decode(args[0], v, name) for v in value)
+        if args and args != ((),) and len(args) == len(value):  # tuple[X, Y]: one type per item
+            return tuple(_decode(a, v, name) for a, v in zip(args, value))
+        return tuple(_decode_plain(v) for v in value)
+    # Literal[...], int, float, str, bool, Any: JSON has them as they are
     return _decode_plain(value)
 
 
@@ -138,7 +153,8 @@ class Scheme(Record):
             raise IncompatibleSketchError(f"expected a {cls.kind!r} scheme, got a {kind!r} one")
         current = _current_version(cls)
         version = data.get("format_version", current)
-        if not isinstance(version, int) or version > current:
+        # a version that is no integer is for the constructor to refuse (a parameter type error)
+        if isinstance(version, int) and not isinstance(version, bool) and version > current:
             raise IncompatibleSketchError(
                 f"this {cls.kind} scheme was written with format version {version!r}; this neardup reads "
                 f"format version {current} and older: upgrade neardup to read it"

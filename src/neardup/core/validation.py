@@ -122,28 +122,41 @@ class Integer(Constraint):
 
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
-            return f"an integer in [{self.low}, {self.high}]"
+            if _power_of_two(self.high + 1):  # [0, 2**64 - 1] reads [0, 2**64)
+                return f"an integer in [{_shown_int(self.low)}, {_shown_int(self.high + 1)})"
+            return f"an integer in [{_shown_int(self.low)}, {_shown_int(self.high)}]"
         if self.low is not None:
-            return f"an integer >= {self.low}"
+            return f"an integer >= {_shown_int(self.low)}"
         if self.high is not None:
-            return f"an integer <= {self.high}"
+            return f"an integer <= {_shown_int(self.high)}"
         return "an integer"
+
+
+def _power_of_two(v: int) -> bool:
+    """``v`` is 2**k with k >= 32 (a bound better read as a power than as its digits)."""
+    return v >= 2**32 and v & (v - 1) == 0
+
+
+def _shown_int(v: int) -> str:
+    return f"2**{v.bit_length() - 1}" if _power_of_two(v) else str(v)
 
 
 @dataclass(frozen=True)
 class Real(Constraint):
-    """A real number (int or float, not bool or NaN) in an interval, open or closed at each end."""
+    """A real number (int or float, not bool or NaN) in an interval, open or closed at each end;
+    ``finite`` refuses the infinities too (for an interval open at infinity)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+    finite: bool = False
 
     def check(self, name: str, value: Any) -> float:
         if not _is_real(value):
             raise self._type_error(name, value)
         value = float(value)
-        if math.isnan(value):
+        if math.isnan(value) or (self.finite and math.isinf(value)):
             raise self._value_error(name, value)
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
             raise self._value_error(name, value)
@@ -152,13 +165,14 @@ class Real(Constraint):
         return value
 
     def describe(self) -> str:
+        number = "a finite number" if self.finite else "a number"
         if self.low is None and self.high is None:
-            return "a number"
+            return number
         if self.high is None:
-            return f"a number {'>' if self.low_open else '>='} {self.low:g}"
+            return f"{number} {'>' if self.low_open else '>='} {self.low:g}"
         if self.low is None:
-            return f"a number {'<' if self.high_open else '<='} {self.high:g}"
-        return f"a number in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            return f"{number} {'<' if self.high_open else '<='} {self.high:g}"
+        return f"{number} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
 
 
 @dataclass(frozen=True)
@@ -263,7 +277,8 @@ class Instance(Constraint):
         return value
 
     def describe(self) -> str:
-        return f"a {self.cls.__name__}"
+        name = self.cls.__name__
+        return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
 
 
 def check(name: str, value: Any, constraint: Constraint) -> Any:

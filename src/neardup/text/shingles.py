@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""Shingling: how a text becomes a set (or multiset) of 64-bit shingle hashes.
+
+:class:`Shingling` is the setting (word or character n-grams, their size, punctuation, NFKC and
+case folding), a serializable :class:`~neardup.core.schemes.Record` that the MinHash and SimHash
+schemes nest; :func:`shingle_batch` and :func:`shingle` hash the shingles of texts, and
+:func:`encode_texts` / :func:`encode_for_sketch` pack normalized texts as the numba kernels read
+them (UTF-8 bytes and offsets), for the sketching kernels that shingle as they hash.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +18,45 @@ import numpy as np
 
 from .._kernels.charclass import CHAR_CLASS
 from .._kernels.shingles import CHAR_KIND, LOWER_ASCII, WORD_KIND, shingle_texts_kernel
+from ..core.schemes import Record
+from ..core.validation import Boolean, Choice, Integer, check
 from .normalize import normalize
+
+__all__ = [
+    "MAX_SHINGLE_SIZE",
+    "Shingling",
+    "encode_for_sketch",
+    "encode_texts",
+    "kind_code",
+    "shingle",
+    "shingle_batch",
+]
+
+MAX_SHINGLE_SIZE = 256
+"""The longest shingle accepted, in words or characters: longer ones are unique to their text
+(every pair of documents with a long enough common passage has Jaccard near 0 anyway)."""
 
 
 @dataclass(frozen=True)
-class Shingling:
-    """How a text becomes a set of 64-bit shingle hashes.
+class Shingling(Record):
+    """How a text becomes a set of 64-bit shingle hashes (a part of the MinHash and SimHash
+    schemes; serializes with ``to_dict`` / ``from_dict``).
 
     Attributes:
         kind: ``"word"`` for word n-grams, ``"char"`` for character n-grams.
-        n: shingle size in words or characters (>= 1).
+        n: shingle size in words or characters, in [1, :data:`MAX_SHINGLE_SIZE`].
         strip_punctuation: for character shingles, drop punctuation and symbols first
-            (word tokens never contain them, so it changes nothing for word shingles).
+            (word tokens never contain them, so it changes nothing for word shingles and is
+            stored as False there).
         nfkc: apply Unicode NFKC normalization.
         casefold: fold case (``str.casefold``).
+
+    >>> Shingling("char", 4).to_dict()
+    {'kind': 'char', 'n': 4, 'strip_punctuation': False, 'nfkc': True, 'casefold': True}
+    >>> Shingling("word", 0)
+    Traceback (most recent call last):
+    ...
+    neardup.core.validation.ParameterError: shingle size n must be an integer in [1, 256], got 0
     """
 
     kind: Literal["word", "char"] = "word"
@@ -34,12 +66,13 @@ class Shingling:
     casefold: bool = True
 
     def __post_init__(self) -> None:
-        if self.kind not in ("word", "char"):
-            raise ValueError(f"shingle kind must be 'word' or 'char', got {self.kind!r}")
-        if not isinstance(self.n, (int, np.integer)) or isinstance(self.n, bool) or self.n < 1:
-            raise ValueError(f"shingle size n must be an integer >= 1, got {self.n!r}")
+        set_ = object.__setattr__
+        set_(self, "kind", check("shingle kind", self.kind, Choice(("word", "char"))))
+        set_(self, "n", check("shingle size n", self.n, Integer(1, MAX_SHINGLE_SIZE)))
+        for name in ("strip_punctuation", "nfkc", "casefold"):
+            set_(self, name, check(name, getattr(self, name), Boolean()))
         if self.kind == "word" and self.strip_punctuation:
-            object.__setattr__(self, "strip_punctuation", False)
+            set_(self, "strip_punctuation", False)
 
 
 def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:

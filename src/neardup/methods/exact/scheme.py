@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.schemes import Scheme
-from ...core.validation import Boolean, Integer, check
+from ...core.validation import Boolean, Choice, Integer, check
 from .keys import EXACT_SCHEME, EXACT_VERSION
 
 __all__ = ["ExactScheme"]
@@ -34,9 +34,10 @@ class ExactScheme(Scheme):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "raw", check("raw", self.raw, Boolean()))
-        if self.key_family != EXACT_SCHEME:
-            raise ValueError(f"key_family must be {EXACT_SCHEME!r}, got {self.key_family!r}")
-        check("format_version", self.format_version, Integer(1, EXACT_VERSION))
+        object.__setattr__(self, "key_family", check("key_family", self.key_family, Choice((EXACT_SCHEME,))))
+        object.__setattr__(
+            self, "format_version", check("format_version", self.format_version, Integer(1, EXACT_VERSION))
+        )
 
     def __str__(self) -> str:
         return f"{self.key_family}/{self.format_version} {'raw' if self.raw else 'normalized'}"

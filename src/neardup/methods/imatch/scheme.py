@@ -36,13 +36,16 @@ class IMatchScheme(Scheme):
     format_version: int = IMATCH_VERSION
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "idf_band", check("idf_band", self.idf_band, Range(Real(0, 1))))
-        check("lexicons", self.lexicons, Integer(1, MAX_LEXICONS))
-        check("lexicon_fraction", self.lexicon_fraction, Real(0, 1, low_open=True))
-        check("min_terms", self.min_terms, Integer(1))
-        check("seed", self.seed, Integer(0, 2**64 - 1))
-        check("lexicon_digest", self.lexicon_digest, Optional(Integer(0, 2**64 - 1)))
-        check("format_version", self.format_version, Integer(1, IMATCH_VERSION))
+        for name, constraint in (
+            ("idf_band", Range(Real(0, 1))),
+            ("lexicons", Integer(1, MAX_LEXICONS)),
+            ("lexicon_fraction", Real(0, 1, low_open=True)),
+            ("min_terms", Integer(1)),
+            ("seed", Integer(0, 2**64 - 1)),
+            ("lexicon_digest", Optional(Integer(0, 2**64 - 1))),
+            ("format_version", Integer(1, IMATCH_VERSION)),
+        ):
+            object.__setattr__(self, name, check(name, getattr(self, name), constraint))
 
     def __str__(self) -> str:
         lo, hi = self.idf_band

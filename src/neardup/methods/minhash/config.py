@@ -21,7 +21,7 @@ from ..base import PREPASS_OFF, CliSpec, MethodConfig, Sketched, param
 from ..registry import register
 from .lsh import LSHParams, params_for
 from .plan import minhash_plan
-from .scheme import SKETCHES, MinHashScheme
+from .scheme import MAX_NUM_PERM, SKETCHES, MinHashScheme
 from .sketch import hasher_for
 
 __all__ = ["DEFAULT_NGRAM", "DEFAULT_NUM_PERM", "DEFAULT_THRESHOLD", "MAX_NUM_PERM", "MinHashConfig"]
@@ -29,9 +29,6 @@ __all__ = ["DEFAULT_NGRAM", "DEFAULT_NUM_PERM", "DEFAULT_THRESHOLD", "MAX_NUM_PE
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_NGRAM = 5
 DEFAULT_NUM_PERM = 128
-MAX_NUM_PERM = 2048
-"""The largest K accepted: choosing the banding alone takes seconds beyond it (10 s at 4096), and
-no estimate needs more (the standard error at K = 2048 is at most 0.011)."""
 MAX_SEED = 2**64 - 1
 
 

@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""Jaccard estimates from MinHash signatures: r/K, its standard error and confidence intervals.
+
+Two signatures of K slots agreeing in r of them estimate the Jaccard similarity J by r/K, and r
+is Binomial(K, J) (:mod:`neardup.methods.minhash.scheme`). This module holds the
+:class:`Estimate` of a pair (:func:`estimate_from_rows`), the Wald and Wilson intervals of
+:func:`confidence_interval`, and :func:`acceptance_probability`, the chance that a pair of a given
+similarity passes signature verification at a threshold (the binomial tail).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,14 @@ from typing import Literal
 import numpy as np
 
 from ..._kernels.minhash import EMPTY_VALUE
+from ...core.validation import Choice, Integer, Real, check
+
+__all__ = ["Estimate", "acceptance_probability", "confidence_interval", "estimate_from_rows"]
+
+_LEVEL = Real(0, 1, low_open=True, high_open=True)
+_METHOD = Choice(("wilson", "wald"))
+_SIMILARITY = Real(0, 1)
+_COUNT = Integer(1)
 
 
 @dataclass(frozen=True)
@@ -48,21 +63,19 @@ def confidence_interval(
     >>> confidence_interval(90, 100, 0.95, "wald")
     (0.8412..., 0.9587...)
     """
-    if not 0 < level < 1:
-        raise ValueError(f"confidence level must be in (0, 1), got {level!r}")
-    if not 0 <= matches <= num_perm:
-        raise ValueError(f"matches must be in [0, num_perm], got {matches} of {num_perm}")
+    num_perm = check("num_perm", num_perm, _COUNT)
+    matches = check("matches", matches, Integer(0, num_perm))
+    level = check("level", level, _LEVEL)
+    method = check("method", method, _METHOD)
     p = matches / num_perm
     z = NormalDist().inv_cdf((1 + level) / 2)
     if method == "wald":
         half = z * math.sqrt(p * (1 - p) / num_perm)
         return max(0.0, p - half), min(1.0, p + half)
-    if method == "wilson":
-        z2k = z * z / num_perm
-        centre = (p + z2k / 2) / (1 + z2k)
-        half = z * math.sqrt(p * (1 - p) / num_perm + z2k / (4 * num_perm)) / (1 + z2k)
-        return max(0.0, centre - half), min(1.0, centre + half)
-    raise ValueError(f"interval method must be 'wilson' or 'wald', got {method!r}")
+    z2k = z * z / num_perm  # wilson
+    centre = (p + z2k / 2) / (1 + z2k)
+    half = z * math.sqrt(p * (1 - p) / num_perm + z2k / (4 * num_perm)) / (1 + z2k)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def acceptance_probability(s: float, num_perm: int, threshold: float) -> float:
@@ -74,8 +87,9 @@ def acceptance_probability(s: float, num_perm: int, threshold: float) -> float:
     >>> round(acceptance_probability(0.8, 100, 0.9), 4)
     0.0057
     """
-    if not 0 <= s <= 1:
-        raise ValueError(f"similarity must be in [0, 1], got {s!r}")
+    s = check("s", s, _SIMILARITY)
+    num_perm = check("num_perm", num_perm, _COUNT)
+    threshold = check("threshold", threshold, _SIMILARITY)
     need = math.ceil(threshold * num_perm - 1e-9)
     if s in (0.0, 1.0):
         return float(s >= threshold) if need > 0 else 1.0

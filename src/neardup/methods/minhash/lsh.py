@@ -33,14 +33,14 @@ pair becomes a candidate with probability ``1 - (1 - 0.3^5)^20 = 0.0474``.
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..._kernels.lsh import band_keys_kernel
+from ...core.validation import Integer, ParameterError, ParameterTypeError, Real, check, conflict
+from .scheme import MAX_NUM_PERM, NUM_PERM
 
 #: Default weights of the error areas in ``optimal_params``: recall first (see its docstring).
 DEFAULT_FP_WEIGHT = 0.02
@@ -53,46 +53,38 @@ _MAX_GL_NODES = 128
 
 
 # --------------------------------------------------------------------------------------------
-# argument checks
+# argument checks (:mod:`neardup.core.validation`)
+THRESHOLD = Real(0, 1, low_open=True, high_open=True)
+"""A banding's target similarity: the S-curve needs 0 < t < 1."""
+
+SIMILARITY = Real(0, 1)
+
+WEIGHT = Real(0, None, finite=True)
+"""The weight of an error area in the objective."""
+
+BAND = Integer(1, MAX_NUM_PERM)
+"""Bands b and rows r of a banding (b * r <= K <= MAX_NUM_PERM)."""
+
+_COUNT = Integer(1)
+
+
 def check_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if math.isnan(value):
-        raise ValueError(f"{name} must be a real number, got nan")
-    return value
-
-
-def _check_threshold(threshold: Any) -> float:
-    t = _check_real("threshold", threshold)
-    if not 0.0 < t < 1.0:
-        raise ValueError(f"threshold must be in the open interval (0, 1), got {t}")
-    return t
-
-
-def _check_weights(fp_weight: Any, fn_weight: Any) -> tuple[float, float]:
-    fp = _check_real("fp_weight", fp_weight)
-    fn = _check_real("fn_weight", fn_weight)
-    if not (0.0 <= fp < math.inf and 0.0 <= fn < math.inf):
-        raise ValueError(f"fp_weight and fn_weight must be finite and >= 0, got {fp} and {fn}")
-    if fp == 0.0 and fn == 0.0:
-        raise ValueError("fp_weight and fn_weight cannot both be 0: at least one error must count")
-    return fp, fn
+    """``value`` as an int >= ``minimum``, or a parameter error (kept for :mod:`neardup.index.lsh`;
+    new code calls :func:`neardup.core.validation.check` with a constraint)."""
+    return check(name, value, Integer(minimum))
 
 
 def check_similarity(name: str, s: Any) -> float:
-    v = _check_real(name, s)
-    if not 0.0 <= v <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {v}")
-    return v
+    """``s`` as a float in [0, 1], or a parameter error (kept for :mod:`neardup.index.lsh`)."""
+    return check(name, s, SIMILARITY)
+
+
+def _check_weights(fp_weight: Any, fn_weight: Any) -> tuple[float, float]:
+    fp = check("fp_weight", fp_weight, WEIGHT)
+    fn = check("fn_weight", fn_weight, WEIGHT)
+    if fp == 0.0 and fn == 0.0:
+        raise conflict("fp_weight and fn_weight cannot both be 0: at least one error must count")
+    return fp, fn
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,11 +111,18 @@ def candidate_probability(s, bands: int, rows: int):
     >>> candidate_probability(np.array([0.0, 1.0]), 20, 5)
     array([0., 1.])
     """
-    bands = check_int("bands", bands)
-    rows = check_int("rows", rows)
-    arr = np.asarray(s, dtype=np.float64)
-    if np.isnan(arr).any() or (arr < 0).any() or (arr > 1).any():
-        raise ValueError("similarity s must lie in [0, 1]")
+    bands = check("bands", bands, _COUNT)
+    rows = check("rows", rows, _COUNT)
+    if np.ndim(s) == 0:
+        arr = np.float64(check("s", s, SIMILARITY))
+    else:
+        arr = np.asarray(s)
+        if arr.dtype.kind not in "fiu":
+            raise ParameterTypeError(f"s must be {SIMILARITY.describe()} or an array of them, got {arr.dtype} values")
+        arr = arr.astype(np.float64)
+        bad = arr[~((arr >= 0) & (arr <= 1))]  # NaN included
+        if bad.size:
+            raise ParameterError(f"s must be {SIMILARITY.describe()}, got {float(bad[0])!r}")
     p = _hit_probability(arr, bands, rows)
     return float(p) if p.ndim == 0 else p
 
@@ -134,8 +133,8 @@ def effective_threshold(bands: int, rows: int) -> float:
     >>> round(effective_threshold(20, 5), 3)
     0.549
     """
-    bands = check_int("bands", bands)
-    rows = check_int("rows", rows)
+    bands = check("bands", bands, _COUNT)
+    rows = check("rows", rows, _COUNT)
     return (1.0 / bands) ** (1.0 / rows)
 
 
@@ -180,8 +179,8 @@ def false_positive_area(threshold: float, bands: int, rows: int) -> float:
     >>> round(false_positive_area(0.8, 20, 5), 4)
     0.2987
     """
-    t = _check_threshold(threshold)
-    fp, _ = _areas(t, np.array([check_int("bands", bands)]), np.array([check_int("rows", rows)]))
+    t = check("threshold", threshold, THRESHOLD)
+    fp, _ = _areas(t, np.array([check("bands", bands, BAND)]), np.array([check("rows", rows, BAND)]))
     return float(fp[0])
 
 
@@ -191,8 +190,8 @@ def false_negative_area(threshold: float, bands: int, rows: int) -> float:
     >>> false_negative_area(0.8, 20, 5) < 1e-4
     True
     """
-    t = _check_threshold(threshold)
-    _, fn = _areas(t, np.array([check_int("bands", bands)]), np.array([check_int("rows", rows)]))
+    t = check("threshold", threshold, THRESHOLD)
+    _, fn = _areas(t, np.array([check("bands", bands, BAND)]), np.array([check("rows", rows, BAND)]))
     return float(fn[0])
 
 
@@ -215,10 +214,18 @@ class LSHParams:
     fn_weight: float = DEFAULT_FN_WEIGHT
 
     def __post_init__(self) -> None:
-        check_int("bands", self.bands)
-        check_int("rows", self.rows)
-        _check_threshold(self.threshold)
-        _check_weights(self.fp_weight, self.fn_weight)
+        set_ = object.__setattr__
+        set_(self, "bands", check("bands", self.bands, BAND))
+        set_(self, "rows", check("rows", self.rows, BAND))
+        if self.bands * self.rows > MAX_NUM_PERM:
+            raise conflict(
+                f"bands * rows must be <= {MAX_NUM_PERM} (the largest num_perm), "
+                f"got {self.bands} * {self.rows} = {self.bands * self.rows}"
+            )
+        set_(self, "threshold", check("threshold", self.threshold, THRESHOLD))
+        fp, fn = _check_weights(self.fp_weight, self.fn_weight)
+        set_(self, "fp_weight", fp)
+        set_(self, "fn_weight", fn)
 
     @property
     def effective_threshold(self) -> float:
@@ -294,8 +301,8 @@ def optimal_params(
     >>> (p.bands, p.rows)
     (9, 13)
     """
-    t = _check_threshold(threshold)
-    k = check_int("num_perm", num_perm)
+    t = check("threshold", threshold, THRESHOLD)
+    k = check("num_perm", num_perm, NUM_PERM)
     fp, fn = _check_weights(fp_weight, fn_weight)
     bands, rows = _optimal_banding(t, k, fp, fn)
     return LSHParams(bands, rows, t, fp, fn)
@@ -317,25 +324,25 @@ def params_for(
     >>> params_for(0.8, 128, bands=20)
     LSHParams(bands=20, rows=6, threshold=0.8, fp_weight=0.02, fn_weight=0.98)
     """
-    t = _check_threshold(threshold)
-    k = check_int("num_perm", num_perm)
+    t = check("threshold", threshold, THRESHOLD)
+    k = check("num_perm", num_perm, NUM_PERM)
     fp, fn = _check_weights(fp_weight, fn_weight)
     if bands is None and rows is None:
         return optimal_params(t, k, fp_weight=fp, fn_weight=fn)
     if bands is not None:
-        bands = check_int("bands", bands)
+        bands = check("bands", bands, BAND)
     if rows is not None:
-        rows = check_int("rows", rows)
+        rows = check("rows", rows, BAND)
     if rows is None:
         rows = k // bands
         if rows == 0:
-            raise ValueError(f"bands={bands} is more than num_perm={k}: every band needs at least one slot")
+            raise conflict(f"bands={bands} is more than num_perm={k}: every band needs at least one slot")
     if bands is None:
         bands = k // rows
         if bands == 0:
-            raise ValueError(f"rows={rows} is more than num_perm={k}: a band cannot be longer than the signature")
+            raise conflict(f"rows={rows} is more than num_perm={k}: a band cannot be longer than the signature")
     if bands * rows > k:
-        raise ValueError(f"bands * rows must be <= num_perm, got {bands} * {rows} = {bands * rows} > {k}")
+        raise conflict(f"bands * rows must be <= num_perm, got {bands} * {rows} = {bands * rows} > {k}")
     return LSHParams(bands, rows, t, fp, fn)
 
 
@@ -358,8 +365,8 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     >>> band_keys(v, 2, 4).shape
     (1, 2)
     """
-    bands = check_int("bands", bands)
-    rows = check_int("rows", rows)
+    bands = check("bands", bands, _COUNT)
+    rows = check("rows", rows, _COUNT)
     values = np.asarray(values)
     if values.dtype != np.uint32 or values.ndim != 2:
         raise TypeError(f"values must be a 2-D uint32 array, got {values.dtype} of shape {values.shape}")

@@ -29,9 +29,20 @@ import numpy as np
 from ..._kernels.hashing import MASK64
 from ..._kernels.minhash import EMPTY_VALUE, permutations
 from ...core.errors import IncompatibleSketchError
+from ...core.schemes import Scheme
+from ...core.validation import Choice, Instance, Integer, Optional, check
 from ...text.shingles import Shingling
 from .estimate import Estimate, estimate_from_rows
 from .oph import OPH_FAMILY
+
+__all__ = [
+    "FORMAT_VERSION",
+    "HASH_FAMILY",
+    "MAX_NUM_PERM",
+    "SKETCHES",
+    "MinHashScheme",
+    "Signatures",
+]
 
 FORMAT_VERSION = 1
 
@@ -47,19 +58,44 @@ optimal densification, :mod:`neardup.methods.minhash.oph`)."""
 _SKETCH_OF = {family: name for name, family in SKETCHES.items()}
 
 
+MAX_NUM_PERM = 2048
+"""The largest K accepted anywhere (schemes, hashers, configs, LSH bandings): choosing the banding
+alone takes seconds beyond it (2.4 s at 2048, 11 s at 4096, 42 s at 8192), and no estimate needs
+more (the standard error at K = 2048 is at most 0.011)."""
+
+
+NUM_PERM = Integer(1, MAX_NUM_PERM)
+"""The constraint on K."""
+
+
+SEED = Integer(0, MASK64)
+"""The constraint on seeds: an integer in [0, 2**64)."""
+
+
 @dataclass(frozen=True)
-class MinHashScheme:
+class MinHashScheme(Scheme):
     """Everything that determines a MinHash signature; sketches of different schemes never mix.
 
     Attributes:
-        num_perm: K, the number of hash functions (slots of a signature).
-        seed: seeds the K permutations.
+        num_perm: K, the number of hash functions (slots of a signature), in [1, MAX_NUM_PERM].
+        seed: seeds the K permutations, an integer in [0, 2**64).
         shingling: how text becomes a set; ``None`` for generic sets (items hashed as given).
         hash_family: name of the element hash and permutation family: ``HASH_FAMILY`` (classic
             MinHash, K permutations) or ``OPH_FAMILY`` (one-permutation hashing with optimal
             densification); see ``SKETCHES``.
         format_version: bumped whenever the same inputs would give different values.
+
+    >>> MinHashScheme(num_perm=64).to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'scheme': 'minhash', 'format_version': 1, 'num_perm': 64, 'seed': 1,
+     'shingling': {'kind': 'word', 'n': 5, 'strip_punctuation': False, 'nfkc': True, 'casefold': True},
+     'hash_family': 'nd64/multiply-shift-32'}
+    >>> MinHashScheme(num_perm=100000)
+    Traceback (most recent call last):
+    ...
+    neardup.core.validation.ParameterError: num_perm must be an integer in [1, 2048], got 100000
     """
+
+    kind = "minhash"
 
     num_perm: int = 128
     seed: int = 1
@@ -68,12 +104,12 @@ class MinHashScheme:
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
-        if not isinstance(self.num_perm, (int, np.integer)) or isinstance(self.num_perm, bool) or self.num_perm < 1:
-            raise ValueError(f"num_perm must be an integer >= 1, got {self.num_perm!r}")
-        if not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed <= MASK64:
-            raise ValueError(f"seed must be an integer in [0, 2**64), got {self.seed!r}")
-        if self.hash_family not in _SKETCH_OF:
-            raise ValueError(f"hash_family must be one of {sorted(_SKETCH_OF)}, got {self.hash_family!r}")
+        set_ = object.__setattr__
+        set_(self, "num_perm", check("num_perm", self.num_perm, NUM_PERM))
+        set_(self, "seed", check("seed", self.seed, SEED))
+        check("shingling", self.shingling, Optional(Instance(Shingling)))
+        set_(self, "hash_family", check("hash_family", self.hash_family, Choice(tuple(_SKETCH_OF))))
+        set_(self, "format_version", check("format_version", self.format_version, Integer(1, FORMAT_VERSION)))
 
     @property
     def sketch(self) -> str:

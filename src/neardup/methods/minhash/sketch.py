@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""The MinHash sketcher: :class:`MinHasher` turns texts, generic sets or hashed sets into
+:class:`~neardup.methods.minhash.scheme.Signatures` of its scheme (classic K-permutation MinHash
+or one-permutation hashing), by the numba kernels; :func:`hash_items` hashes generic set items
+(str, bytes, integers) as the text kernels hash shingles, and :func:`hasher_for` keeps one hasher
+per scheme.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,14 @@ from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import MASK64, hash_ints, hash_spans
 from ..._kernels.minhash import minhash_csr, minhash_texts_kernel
 from ..._kernels.oph import oph_csr_kernel, oph_texts_kernel
+from ...core.validation import Choice, Instance, Optional, check, conflict
 from ...text.shingles import Shingling, encode_for_sketch, kind_code
 from .oph import OPH_FAMILY, oph_params, oph_sequence
 from .scheme import SKETCHES, MinHashScheme, Signatures
+
+__all__ = ["MinHasher", "hash_items", "hasher_for"]
+
+_SKETCH = Choice(tuple(SKETCHES))
 
 
 def hash_items(items: Iterable) -> np.ndarray:
@@ -81,8 +91,8 @@ class MinHasher:
         *,
         sketch: str | None = None,
     ):
-        if sketch is not None and sketch not in SKETCHES:
-            raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
+        sketch = check("sketch", sketch, Optional(_SKETCH))
+        scheme = check("scheme", scheme, Optional(Instance(MinHashScheme)))
         if scheme is None:
             scheme = MinHashScheme(
                 num_perm=num_perm,
@@ -91,7 +101,7 @@ class MinHasher:
                 hash_family=SKETCHES[sketch or "classic"],
             )
         elif sketch is not None and scheme.sketch != sketch:
-            raise ValueError(f"sketch={sketch!r} disagrees with the scheme's hash family {scheme.hash_family!r}")
+            raise conflict(f"sketch={sketch!r} disagrees with the scheme's hash family {scheme.hash_family!r}")
         self.scheme = scheme
         if scheme.hash_family == OPH_FAMILY:
             self._oph = oph_params(scheme.seed)
@@ -102,8 +112,7 @@ class MinHasher:
     @classmethod
     def for_sets(cls, num_perm: int = 128, seed: int = 1, *, sketch: str = "classic") -> MinHasher:
         """A MinHasher for generic sets only (its scheme has ``shingling=None``)."""
-        if sketch not in SKETCHES:
-            raise ValueError(f"sketch must be one of {sorted(SKETCHES)}, got {sketch!r}")
+        sketch = check("sketch", sketch, _SKETCH)
         return cls(scheme=MinHashScheme(num_perm=num_perm, seed=seed, shingling=None, hash_family=SKETCHES[sketch]))
 
     def sign(self, texts: Sequence[str]) -> Signatures:

@@ -48,7 +48,23 @@ import numpy as np
 from ..._kernels.hashing import MASK64
 from ..._kernels.simhash import hyperplanes, simhash_salt_array
 from ...core.errors import IncompatibleSketchError
+from ...core.schemes import Scheme
+from ...core.validation import Choice, Instance, Integer, Optional, check, conflict
 from ...text.shingles import Shingling
+
+__all__ = [
+    "DEFAULT_SHINGLING",
+    "FORMAT_VERSION",
+    "HASH_FAMILY",
+    "HYPERPLANE_SALT",
+    "SIMHASH_SALT",
+    "VECTOR_FAMILY",
+    "Fingerprints",
+    "SimHashScheme",
+    "estimated_cosine",
+    "hamming",
+    "popcount_array",
+]
 
 FORMAT_VERSION = 1
 
@@ -68,15 +84,17 @@ HYPERPLANE_SALT = 0x4859504552504C4E  # "HYPERPLN"
 DEFAULT_SHINGLING = Shingling("word", 2)
 
 
+BITS = Choice((64, 128))
+"""The fingerprint widths."""
+
+_WORD = Integer(0, MASK64)
+_DIM = Integer(1, 2**32 - 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # scheme and fingerprints
-def check_int(name: str, v: Any, lo: int, hi: int) -> None:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not lo <= v <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
-
-
 @dataclass(frozen=True)
-class SimHashScheme:
+class SimHashScheme(Scheme):
     """Everything that determines a SimHash fingerprint; fingerprints of different schemes never mix.
 
     Attributes:
@@ -91,7 +109,14 @@ class SimHashScheme:
         dim: for dense vectors, their dimension; ``None`` otherwise.
         hash_family: ``HASH_FAMILY`` for features, ``VECTOR_FAMILY`` for dense vectors.
         format_version: bumped whenever the same inputs would give different values.
+
+    >>> SimHashScheme(bits=128).to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'scheme': 'simhash', 'format_version': 1, 'bits': 128, 'seed': 1,
+     'shingling': {'kind': 'word', 'n': 2, 'strip_punctuation': False, 'nfkc': True, 'casefold': True},
+     'weighting': 'count', 'idf_digest': None, 'dim': None, 'hash_family': 'nd64/fmix64-sign'}
     """
+
+    kind = "simhash"
 
     bits: int = 64
     seed: int = 1
@@ -103,27 +128,24 @@ class SimHashScheme:
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
-        if self.bits not in (64, 128) or isinstance(self.bits, bool):
-            raise ValueError(f"bits must be 64 or 128, got {self.bits!r}")
-        check_int("seed", self.seed, 0, MASK64)
-        if self.shingling is not None and not isinstance(self.shingling, Shingling):
-            raise TypeError(f"shingling must be a Shingling or None, got {type(self.shingling).__name__}")
-        if self.weighting not in ("count", "idf"):
-            raise ValueError(f"weighting must be 'count' or 'idf', got {self.weighting!r}")
-        if self.idf_digest is not None:
-            check_int("idf_digest", self.idf_digest, 0, MASK64)
-            if self.weighting != "idf":
-                raise ValueError("idf_digest is only meaningful with weighting='idf'")
-        if self.hash_family not in (HASH_FAMILY, VECTOR_FAMILY):
-            raise ValueError(f"hash_family must be {HASH_FAMILY!r} or {VECTOR_FAMILY!r}, got {self.hash_family!r}")
+        set_ = object.__setattr__
+        set_(self, "bits", check("bits", self.bits, BITS))
+        set_(self, "seed", check("seed", self.seed, _WORD))
+        check("shingling", self.shingling, Optional(Instance(Shingling)))
+        set_(self, "weighting", check("weighting", self.weighting, Choice(("count", "idf"))))
+        set_(self, "idf_digest", check("idf_digest", self.idf_digest, Optional(_WORD)))
+        set_(self, "dim", check("dim", self.dim, Optional(_DIM)))
+        set_(self, "hash_family", check("hash_family", self.hash_family, Choice((HASH_FAMILY, VECTOR_FAMILY))))
+        set_(self, "format_version", check("format_version", self.format_version, Integer(1, FORMAT_VERSION)))
+        if self.idf_digest is not None and self.weighting != "idf":
+            raise conflict("idf_digest is only meaningful with weighting='idf'")
         if self.hash_family == VECTOR_FAMILY:
             if self.dim is None:
-                raise ValueError("a dense-vector scheme needs dim")
-            check_int("dim", self.dim, 1, 2**32 - 1)
+                raise conflict("a dense-vector scheme needs dim")
             if self.shingling is not None or self.weighting != "count":
-                raise ValueError("a dense-vector scheme has no shingling or weighting")
+                raise conflict("a dense-vector scheme has no shingling or weighting")
         elif self.dim is not None:
-            raise ValueError("dim is only meaningful for dense vectors (hash_family=VECTOR_FAMILY)")
+            raise conflict("dim is only meaningful for dense vectors (hash_family=VECTOR_FAMILY)")
 
     @property
     def words(self) -> int:
@@ -141,7 +163,7 @@ class SimHashScheme:
 
     def hyperplanes(self, dim: int) -> np.ndarray:
         """G, float64[dim, bits]: the Gaussian hyperplane normals for vectors of ``dim`` coordinates."""
-        check_int("dim", dim, 1, 2**32 - 1)
+        dim = check("dim", dim, _DIM)
         return hyperplanes(np.uint64(self.seed ^ HYPERPLANE_SALT), dim, self.bits)
 
 
@@ -242,7 +264,6 @@ def estimated_cosine(d: Any, bits: int) -> Any:
     >>> round(estimated_cosine(3, 64), 4), estimated_cosine(0, 128)
     (0.9892, 1.0)
     """
-    if bits not in (64, 128):
-        raise ValueError(f"bits must be 64 or 128, got {bits!r}")
+    bits = check("bits", bits, BITS)
     r = np.cos(np.pi * np.asarray(d, dtype=np.float64) / bits)
     return float(r) if r.ndim == 0 else r

@@ -52,6 +52,7 @@ import numpy as np
 from ..._kernels.hamming import brute, expand, scan_table, table_entries
 from ..._kernels.sorting import radix_argsort_rows, radix_sort_bits, unique_from_order
 from ...core.parallel import Threads, as_threads
+from ...core.validation import Choice, Integer, check, conflict
 
 PROBE_COST = 8.0
 """Cost of one table per fingerprint (a sort pass or a binary search), in candidate checks."""
@@ -140,7 +141,9 @@ def choose_blocks(bits: int, max_distance: int, n: int, *, key_limit: int = 64) 
     >>> choose_blocks(64, 3, 2**20), choose_blocks(64, 3, 5000), choose_blocks(64, 0, 10**9)
     (5, 4, 1)
     """
-    check_distance(bits, max_distance)
+    bits, max_distance = check_distance(bits, max_distance)
+    n = check("n", n, Integer(0))
+    key_limit = check("key_limit", key_limit, Integer(1, 64))
     best_m, best_cost = max_distance + 1, math.inf
     for m in range(max_distance + 1, bits + 1):
         cost, tables = _plan_cost(bits, max_distance, m, max(n, 1), key_limit)
@@ -160,35 +163,33 @@ def block_plan(bits: int, max_distance: int, blocks: int) -> BlockPlan:
     >>> p.sizes, len(p.tables), p.tables[0], p.key_bits
     ((13, 13, 13, 13, 12), 10, (0, 1), 25)
     """
-    check_distance(bits, max_distance)
-    if not isinstance(blocks, (int, np.integer)) or isinstance(blocks, bool) or not max_distance < blocks <= bits:
-        raise ValueError(
-            f"blocks must be an integer with max_distance < blocks <= bits "
-            f"({max_distance} < m <= {bits}), got {blocks!r}"
-        )
-    starts, sizes = _split(bits, int(blocks))
-    tables = tuple(combinations(range(int(blocks)), int(blocks) - max_distance))
+    bits, max_distance = check_distance(bits, max_distance)
+    blocks = check("blocks", blocks, Integer(max_distance + 1, bits))  # m > k, at least one bit a block
+    starts, sizes = _split(bits, blocks)
+    tables = tuple(combinations(range(blocks), blocks - max_distance))
     return BlockPlan(bits, max_distance, starts, sizes, tables)
 
 
 def band_plan(bits: int, bands: int, rows: int) -> BlockPlan:
     """Bit-banding as a plan: ``bands`` blocks of ``rows`` bits, one table per band."""
-    for name, v in (("bands", bands), ("rows", rows)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    bits = check("bits", bits, _BITS)
+    bands = check("bands", bands, Integer(1, bits))
+    rows = check("rows", rows, Integer(1, 64))  # a band's bits are one key
     if bands * rows > bits:
-        raise ValueError(f"bands * rows must be at most the fingerprint width {bits}, got {bands} * {rows}")
-    if rows > 64:
-        raise ValueError(f"rows must be at most 64, got {rows}")
+        raise conflict(f"bands * rows must be at most the fingerprint width {bits}, got {bands} * {rows}")
     starts = tuple(i * rows for i in range(bands))
     return BlockPlan(bits, bits, starts, (rows,) * bands, tuple((i,) for i in range(bands)))
 
 
-def check_distance(bits: int, k: Any) -> None:
-    if bits not in (64, 128):
-        raise ValueError(f"bits must be 64 or 128, got {bits!r}")
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k < bits:
-        raise ValueError(f"max_distance must be an integer in [0, {bits}), got {k!r}")
+_BITS = Choice((64, 128))
+
+
+def check_distance(bits: Any, k: Any) -> tuple[int, int]:
+    """``(bits, max_distance)`` as ints, or a parameter error: bits 64 or 128, max_distance in
+    [0, bits). The search finds every pair within any such distance; a method or an index that
+    wants near-duplicates bounds it by about bits / 2 (where unrelated fingerprints lie)."""
+    bits = check("bits", bits, _BITS)
+    return bits, check("max_distance", k, Integer(0, bits - 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,5 +330,6 @@ def bit_band_pairs(fps: Any, bands: int, rows: int) -> tuple[np.ndarray, np.ndar
 
 def brute_force_pairs(fps: Any, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All pairs within ``max_distance`` by comparing every pair (O(n^2); for tests and small n)."""
-    words, _ = as_words(fps)
+    words, bits = as_words(fps)
+    _, max_distance = check_distance(bits, max_distance)
     return brute(words, max_distance)

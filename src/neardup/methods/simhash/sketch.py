@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""The SimHash sketcher: :class:`SimHasher` turns texts, hashed features or dense vectors into
+:class:`~neardup.methods.simhash.scheme.Fingerprints` of its scheme, by the numba kernels, with
+count or IDF weights. The IDF weights come from an :class:`IdfTable` of document frequencies,
+counted by :class:`DocumentFrequencies` (streaming) or :func:`fit_idf`; :func:`vectors_from_parquet`
+reads dense vectors from a Parquet list column.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from ..._kernels.simhash import (
     simhash_texts_kernel,
 )
 from ...core.errors import IncompatibleSketchError
+from ...core.validation import Instance, Integer, Optional, ParameterError, check, conflict
 from ...text.shingles import Shingling, encode_texts, kind_code
 from .scheme import (
     DEFAULT_SHINGLING,
@@ -27,8 +33,17 @@ from .scheme import (
     VECTOR_FAMILY,
     Fingerprints,
     SimHashScheme,
-    check_int,
 )
+
+__all__ = [
+    "IDF_SCALE",
+    "DocumentFrequencies",
+    "IdfTable",
+    "SimHasher",
+    "fit_idf",
+    "idf_weight",
+    "vectors_from_parquet",
+]
 
 IDF_SCALE = 256
 
@@ -81,8 +96,8 @@ class IdfTable:
             raise ValueError(f"hashes and df must be 1-D of one length, got {h.shape} and {df.shape}")
         if len(h) > 1 and not (h[1:] > h[:-1]).all():
             raise ValueError("IDF table hashes must be sorted and distinct")
-        check_int("n_docs", self.n_docs, 0, 2**62)
-        check_int("min_df", self.min_df, 1, 2**62)
+        object.__setattr__(self, "n_docs", check("n_docs", self.n_docs, Integer(0, 2**62)))
+        object.__setattr__(self, "min_df", check("min_df", self.min_df, Integer(1, 2**62)))
         if len(df) and (df.min() < 1 or df.max() > self.n_docs):
             raise ValueError("document frequencies must be in [1, n_docs]")
         object.__setattr__(self, "hashes", h)
@@ -127,7 +142,7 @@ class DocumentFrequencies:
     """
 
     def __init__(self, shingling: Shingling | None = DEFAULT_SHINGLING):
-        self.shingling = shingling
+        self.shingling = check("shingling", shingling, Optional(Instance(Shingling)))
         self.n_docs = 0
         self._hashes = np.empty(0, dtype=np.uint64)
         self._counts = np.empty(0, dtype=np.int64)
@@ -231,6 +246,8 @@ class SimHasher:
         idf: IdfTable | None = None,
         scheme: SimHashScheme | None = None,
     ):
+        scheme = check("scheme", scheme, Optional(Instance(SimHashScheme)))
+        idf = check("idf", idf, Optional(Instance(IdfTable)))
         if scheme is None:
             scheme = SimHashScheme(
                 bits=bits,
@@ -239,17 +256,18 @@ class SimHasher:
                 weighting=weighting,
             )
         if scheme.hash_family != HASH_FAMILY:
-            raise ValueError("SimHasher takes a feature scheme; vector schemes are made by sign_vectors")
+            raise ParameterError(
+                f"scheme must be a feature scheme (hash_family {HASH_FAMILY!r}), got one of hash_family "
+                f"{scheme.hash_family!r}; vector schemes are made by sign_vectors"
+            )
         if scheme.weighting == "idf":
             if idf is None:
-                raise ValueError("weighting='idf' needs an IdfTable (see fit_idf)")
-            if not isinstance(idf, IdfTable):
-                raise TypeError(f"idf must be an IdfTable, got {type(idf).__name__}")
+                raise conflict("weighting='idf' needs an IdfTable (see fit_idf)")
             if scheme.idf_digest is not None and scheme.idf_digest != idf.digest:
                 raise IncompatibleSketchError("the IDF table does not match the scheme's idf_digest")
             scheme = replace(scheme, idf_digest=idf.digest)
         elif idf is not None:
-            raise ValueError("an IDF table was given but weighting is 'count'")
+            raise conflict("an IDF table was given but weighting is 'count'")
         self.scheme = scheme
         self.idf = idf
         self._salts = scheme.salts()
@@ -352,6 +370,7 @@ class SimHasher:
         products; a row with a projection within rounding of 0 may differ across BLAS builds).
         Non-finite values raise ValueError.
         """
+        chunk = check("chunk", chunk, Integer(1))
         X = np.asarray(X)
         if X.ndim != 2 or X.dtype.kind not in "fiu":
             raise ValueError(f"vectors must be a 2-D numeric array (n, dim), got {X.dtype} {X.shape}")

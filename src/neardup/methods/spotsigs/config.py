@@ -10,7 +10,7 @@ from ...text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, param
 from ..registry import register
 from .plan import spotsigs_plan
-from .scheme import SpotSigsScheme, load_words
+from .scheme import MAX_CHAIN, SpotSigsScheme, load_words
 
 __all__ = ["DEFAULT_CHAIN", "DEFAULT_KEY", "DEFAULT_SPOT_DISTANCE", "DEFAULT_THRESHOLD", "SpotSigsConfig"]
 
@@ -18,8 +18,6 @@ DEFAULT_THRESHOLD = 0.8
 DEFAULT_SPOT_DISTANCE = 1
 DEFAULT_CHAIN = 2
 DEFAULT_KEY = "antecedent"
-MAX_CHAIN = 32
-"""Longest chains and spot distances accepted: beyond, every signature is unique to its page."""
 
 _READ_FILE = "read a file with neardup.methods.spotsigs.scheme.load_words(path)"
 

@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""The exact all-pairs search over spot signatures: length partitions and a pruned inverted index.
+
+:func:`all_pairs` returns every pair of documents whose weighted Jaccard reaches the threshold,
+exactly (Theobald et al.'s partitions and bounds, see :mod:`neardup.methods.spotsigs.signatures`
+for the definitions); :func:`partition_bounds` gives the length partitions,
+:func:`all_pairs_unpruned` and :func:`all_pairs_bruteforce` the same pairs by plainer means (for
+tests and measurements), and :func:`weighted_jaccard_rows` the similarity of given pairs.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +24,15 @@ from ..._kernels.spotsigs import (
     take_rows,
 )
 from ...core.parallel import Threads, as_threads
+from ...core.validation import Boolean, Integer, Real, check
 from .signatures import SpotSignatures
+
+THRESHOLD = Real(0, 1, low_open=True)
+"""The weighted Jaccard at or above which a pair is returned: in (0, 1]."""
 
 
 # ---------------------------------------------------------------------------------------------
 # Partitions
-def check_threshold(tau: float) -> float:
-    if not isinstance(tau, (int, float, np.floating, np.integer)) or not 0 < tau <= 1:
-        raise ValueError(f"threshold must be in (0, 1], got {tau!r}")
-    return float(tau)
-
-
 def partition_bounds(tau: float, max_len: int) -> np.ndarray:
     """Partition bounds ``p_0 = 1 < p_1 < ... < p_K`` with ``p_K > max_len``: ``p_{k+1}`` is the
     smallest integer above ``p_k`` with ``p_{k+1} - p_k > (1 - tau) p_{k+1}``, i.e. ``p_k / p_{k+1} < tau``.
@@ -37,9 +42,10 @@ def partition_bounds(tau: float, max_len: int) -> np.ndarray:
     >>> partition_bounds(0.7, 60).tolist()
     [1, 2, 3, 5, 8, 12, 18, 26, 38, 55, 79]
     """
-    tau = check_threshold(tau)
+    tau = check("threshold", tau, THRESHOLD)
+    max_len = check("max_len", max_len, Integer())
     if tau == 1.0:  # every length is its own partition
-        return np.arange(1, max(int(max_len), 0) + 2, dtype=np.int64)
+        return np.arange(1, max(max_len, 0) + 2, dtype=np.int64)
     bounds = [1]
     while bounds[-1] <= max_len:
         p = bounds[-1]
@@ -107,7 +113,9 @@ def all_pairs(
     >>> r.a.tolist(), r.b.tolist(), r.similarity.round(4).tolist()
     ([0, 0], [1, 2], [0.5625, 0.5333])
     """
-    tau = check_threshold(tau)
+    tau = check("threshold", tau, THRESHOLD)
+    partitions = check("partitions", partitions, Boolean())
+    pruning = check("pruning", pruning, Boolean())
     sigs = _as_signatures(sigs)
     threads, owned = as_threads(workers)
     try:
@@ -203,7 +211,7 @@ def all_pairs_unpruned(sigs: SpotSignatures, tau: float, *, workers: Threads | i
 
 def all_pairs_bruteforce(sigs: SpotSignatures, tau: float) -> AllPairs:
     """Weighted Jaccard of every pair of non-empty documents, O(n^2): the reference."""
-    tau = check_threshold(tau)
+    tau = check("threshold", tau, THRESHOLD)
     sigs = _as_signatures(sigs)
     lengths = sigs.lengths
     docs = np.flatnonzero(lengths > 0).astype(np.int64)

@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""The SpotSigs scheme and word lists: what determines the spot signatures of a text.
+
+:class:`SpotSigsScheme` holds the antecedents and stopwords (normalized, sorted, without
+repeats), the spot distance, the chain length, the key mode and the text normalization; it is a
+versioned :class:`~neardup.core.schemes.Scheme`, so signatures and outputs can say how they were
+made. :func:`load_words` reads a word list file (one word a line, ``#`` comments). The extraction
+itself is in :mod:`neardup.methods.spotsigs.signatures`.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,12 @@ import numpy as np
 
 from ..._kernels.hashing import hash_str
 from ...core.errors import IncompatibleSketchError, InputError
+from ...core.schemes import Scheme
+from ...core.validation import Boolean, Choice, Integer, ParameterError, Words, check
 from ...text.normalize import normalize, tokenize
 from ...text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
+
+__all__ = ["FORMAT_VERSION", "HASH_FAMILY", "MAX_CHAIN", "SpotSigsScheme", "load_words"]
 
 FORMAT_VERSION = 1
 
@@ -19,27 +30,28 @@ FORMAT_VERSION = 1
 HASH_FAMILY = "nd64"
 
 
+MAX_CHAIN = 32
+"""Longest chains and spot distances accepted: beyond, every signature is unique to its page."""
+
+
+_WORDS = Words("read a file with neardup.methods.spotsigs.scheme.load_words(path)")
+
+
 # ---------------------------------------------------------------------------------------------
 # Scheme and word lists
 def _canonical_words(words, what: str, nfkc: bool, casefold: bool) -> tuple[str, ...]:
-    if isinstance(words, (str, bytes)):
-        raise TypeError(
-            f"{what} must be a sequence of words, not a single string (use load_words(path) to read a file)"
-        )
     out = set()
-    for w in words:
-        if not isinstance(w, str):
-            raise TypeError(f"{what} must be strings, got {w!r}")
+    for w in check(what, words, _WORDS):
         norm = normalize(w, nfkc=nfkc, casefold=casefold)
         toks = tokenize(norm, nfkc=False, casefold=False)
         if toks != [norm]:
-            raise ValueError(f"each of the {what} must be a single word token; {w!r} is {toks!r}")
+            raise ParameterError(f"{what} must be single word tokens, got {w!r} (tokens {toks!r})")
         out.add(norm)
     return tuple(sorted(out))
 
 
 @dataclass(frozen=True)
-class SpotSigsScheme:
+class SpotSigsScheme(Scheme):
     """Everything that determines the spot signatures of a text; signatures of different
     schemes never mix.
 
@@ -50,8 +62,9 @@ class SpotSigsScheme:
         antecedents: words a signature starts at (default: :data:`ENGLISH_ANTECEDENTS`).
         stopwords: words a chain skips; the antecedents are skipped too
             (default: :data:`ENGLISH_STOPWORDS`).
-        spot_distance: d >= 1, the chain takes every d-th non-stopword after the antecedent.
-        chain: c >= 1, the number of words in a chain.
+        spot_distance: d in [1, MAX_CHAIN], the chain takes every d-th non-stopword after the
+            antecedent.
+        chain: c in [1, MAX_CHAIN], the number of words in a chain.
         key: ``"antecedent"`` (key ``"the:south:carolina"``) or ``"chain"`` (``"south:carolina"``).
         nfkc, casefold: text normalization (see :mod:`neardup.text.normalize`).
         hash_family, format_version: bumped whenever the same inputs would give other values.
@@ -59,7 +72,12 @@ class SpotSigsScheme:
     >>> s = SpotSigsScheme(antecedents=["The", "a"], stopwords=["to"], chain=2)
     >>> s.antecedents
     ('a', 'the')
+    >>> s.to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'scheme': 'spotsigs', 'format_version': 1, 'antecedents': ['a', 'the'], 'stopwords': ['to'],
+     'spot_distance': 1, 'chain': 2, 'key': 'antecedent', 'nfkc': True, 'casefold': True, 'hash_family': 'nd64'}
     """
+
+    kind = "spotsigs"
 
     antecedents: tuple[str, ...] = ENGLISH_ANTECEDENTS
     stopwords: tuple[str, ...] = ENGLISH_STOPWORDS
@@ -72,19 +90,29 @@ class SpotSigsScheme:
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
-        for name in ("spot_distance", "chain"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.key not in ("antecedent", "chain"):
-            raise ValueError(f"key must be 'antecedent' or 'chain', got {self.key!r}")
+        set_ = object.__setattr__
+        set_(self, "spot_distance", check("spot_distance", self.spot_distance, Integer(1, MAX_CHAIN)))
+        set_(self, "chain", check("chain", self.chain, Integer(1, MAX_CHAIN)))
+        set_(self, "key", check("key", self.key, Choice(("antecedent", "chain"))))
+        set_(self, "nfkc", check("nfkc", self.nfkc, Boolean()))
+        set_(self, "casefold", check("casefold", self.casefold, Boolean()))
+        set_(self, "hash_family", check("hash_family", self.hash_family, Choice((HASH_FAMILY,))))
+        set_(self, "format_version", check("format_version", self.format_version, Integer(1, FORMAT_VERSION)))
         ants = _canonical_words(self.antecedents, "antecedents", self.nfkc, self.casefold)
         if not ants:
-            raise ValueError("antecedents must not be empty: signatures start at antecedents")
-        object.__setattr__(self, "antecedents", ants)
-        object.__setattr__(self, "stopwords", _canonical_words(self.stopwords, "stopwords", self.nfkc, self.casefold))
-        object.__setattr__(self, "spot_distance", int(self.spot_distance))
-        object.__setattr__(self, "chain", int(self.chain))
+            raise ParameterError(
+                f"antecedents must be a non-empty sequence of words (signatures start at antecedents), "
+                f"got {self.antecedents!r}"
+            )
+        set_(self, "antecedents", ants)
+        set_(self, "stopwords", _canonical_words(self.stopwords, "stopwords", self.nfkc, self.casefold))
+
+    def __str__(self) -> str:
+        return (
+            f"spotsigs/{self.format_version} d={self.spot_distance} c={self.chain} key={self.key} "
+            f"nfkc={self.nfkc} casefold={self.casefold}, {len(self.antecedents)} antecedents and "
+            f"{len(self.stopwords)} stopwords (digest {hash_str(self.to_json()):016x})"
+        )
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -98,7 +126,8 @@ class SpotSigsScheme:
         return ant, skip
 
     def check_compatible(self, other: SpotSigsScheme | None) -> None:
-        """Raise IncompatibleSketchError unless ``other`` is the same scheme."""
+        """Raise IncompatibleSketchError unless ``other`` is the same scheme (the message names
+        both, their word lists by count and a digest of the whole scheme)."""
         if self != other:
             raise IncompatibleSketchError(f"spot signatures of different schemes cannot be compared: {self} vs {other}")
 

@@ -92,6 +92,7 @@ import numpy as np
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.spotsigs import KEY_ANTECEDENT, KEY_CHAIN, extract_kernel, row_sums
 from ...core.errors import IncompatibleSketchError
+from ...core.validation import Instance, Optional, Range, Real, check
 from ...text.normalize import normalize, tokenize
 from .scheme import SpotSigsScheme
 
@@ -201,7 +202,7 @@ def extract(texts: Sequence[str], scheme: SpotSigsScheme | None = None) -> SpotS
     >>> sorted(s.doc(0)) == sorted([hash_str("a:rally:kick"), hash_str("a:weeklong:campaign")])
     True
     """
-    scheme = scheme if scheme is not None else SpotSigsScheme()
+    scheme = check("scheme", scheme, Optional(Instance(SpotSigsScheme))) or SpotSigsScheme()
     data, offsets = encode(texts, scheme)
     ant, skip = _scheme_arrays(scheme)
     v, c, off = extract_kernel(
@@ -246,7 +247,7 @@ def signature_keys(text: str, scheme: SpotSigsScheme | None = None) -> list[str]
     ['a:rally:kick', 'a:weeklong:campaign', 'the:south:carolina', 'the:record:straight', \
 'an:attack:circulating', 'the:internet:designed', 'is:designed:play']
     """
-    scheme = scheme if scheme is not None else SpotSigsScheme()
+    scheme = check("scheme", scheme, Optional(Instance(SpotSigsScheme))) or SpotSigsScheme()
     toks = tokenize(text, nfkc=scheme.nfkc, casefold=scheme.casefold)
     ants = set(scheme.antecedents)
     skip = set(scheme.skipped)
@@ -344,15 +345,8 @@ class DocumentFrequencies:
         return f
 
 
-def check_band(band) -> tuple[float, float]:
-    """Validate an IDF band (lo, hi) with 0 <= lo <= hi <= 1."""
-    try:
-        lo, hi = (float(x) for x in band)
-    except (TypeError, ValueError):
-        raise ValueError(f"idf_band must be a pair (lo, hi) of numbers, got {band!r}") from None
-    if not 0.0 <= lo <= hi <= 1.0:
-        raise ValueError(f"idf_band must satisfy 0 <= lo <= hi <= 1, got ({lo}, {hi})")
-    return lo, hi
+IDF_BAND = Range(Real(0, 1))
+"""An IDF band ``(lo, hi)`` with ``0 <= lo <= hi <= 1``."""
 
 
 def idf_filter(
@@ -368,7 +362,7 @@ def idf_filter(
     >>> idf_filter(s, (0.1, 0.6)).lengths.tolist()   # idf(1) = 0.21, idf(2) = 0.5, idf(3, 4) = 1
     [3, 1, 3, 0]
     """
-    lo, hi = check_band(band)
+    lo, hi = check("idf_band", band, IDF_BAND)
     df = df if df is not None else DocumentFrequencies.of(sigs)
     if df.n_docs < 2:
         return sigs
