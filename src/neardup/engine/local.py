@@ -182,7 +182,8 @@ class LocalEngine:
                         if counted.documents != len(ids):
                             raise InputChangedError(
                                 f"the input changed while the job ran: it gave {len(ids):,} documents when first "
-                                f"read and {counted.documents:,} when read again for {stage.name!r}")
+                                f"read and {counted.documents:,} when read again for {stage.name!r}"
+                            )
                     out = reducer.result()
                 elif isinstance(stage, Step):
                     out = stage.fn(config, ctx, *inputs)
