@@ -10,17 +10,19 @@ The corpus comes from ``examples/generate_corpus.py`` and is cached under ``benc
 default scheme (English antecedents, d = 1, c = 2, antecedent-prefixed keys), optionally filtered
 by an IDF band; then the exact all-pairs search runs three ways on the same signatures:
 
-- ``partitions + pruning``: ``spotsigs.all_pairs`` (length partitions, pruned inverted index);
+- ``partitions + pruning``: ``neardup.methods.spotsigs.pairs.all_pairs`` (length partitions,
+  pruned inverted index);
 - ``pruning only``: the same without partitions (the paper's "No-Partitions" row);
-- ``no partitions, no pruning``: ``spotsigs.all_pairs_unpruned``, every pair of documents that
-  shares a signature is compared once (the paper's "No-Pruning/No-Partitions" row).
+- ``no partitions, no pruning``: ``neardup.methods.spotsigs.pairs.all_pairs_unpruned``, every
+  pair of documents that shares a signature is compared once (the paper's
+  "No-Pruning/No-Partitions" row).
 
 All three must return the same pairs (checked). The last one is slow: about 20 minutes for
-100,000 documents on 2 cores without an IDF band (``--skip-baseline`` leaves it out). Similarity computations are counted by the
-search itself; wall time is ``time.perf_counter`` around each call, after a warm-up that
-compiles the numba kernels. Then the end-to-end jobs (read, extract or sketch, search, cluster;
-nothing written) ``pipeline.dedup(paths, SpotSigsConfig(threshold))`` and
-``pipeline.dedup(paths, MinHashConfig(threshold=threshold))`` are timed the same way.
+100,000 documents on 2 cores without an IDF band (``--skip-baseline`` leaves it out). Similarity
+computations are counted by the search itself; wall time is ``time.perf_counter`` around each
+call, after a warm-up that compiles the numba kernels. Then the end-to-end jobs (read, extract or
+sketch, search, cluster; nothing written) ``neardup.api.dedup(paths, SpotSigsConfig(threshold))``
+and ``neardup.api.dedup(paths, MinHashConfig(threshold=threshold))`` are timed the same way.
 
 Results are printed as a table and saved as JSON under ``benchmarks/_results/``.
 """
@@ -187,7 +189,7 @@ def main(argv=None) -> int:
         f"length bound, {c['lists_cut']:,} lists cut short, {c['lists_skipped']:,} never opened)"
     )
     print()
-    print(f"end to end, pipeline.dedup at threshold {tau} (read + featurize + search + cluster)")
+    print(f"end to end, api.dedup at threshold {tau} (read + featurize + search + cluster)")
     print(f"{'job':<30} {'wall s':>9} {'removed':>9} {'clusters':>9}")
     for name, res, secs in (("SpotSigs (exact all pairs)", spot, t_spot), ("MinHash-LSH (K=128)", mh, t_mh)):
         print(f"{name:<30} {secs:>9.2f} {res.n_removed:>9,} {res.n_clusters:>9,}")

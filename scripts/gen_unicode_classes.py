@@ -1,10 +1,10 @@
-"""Regenerate src/neardup/_unicode_classes.py, the character classes the tokenizer uses.
+"""Regenerate src/neardup/_kernels/unicode_data.py, the character classes the tokenizer uses.
 
 The table is shipped rather than computed from the running Python's ``unicodedata`` so that
 tokenization (and so every shingle hash) is the same on every Python version. Run it only when
 deliberately moving to a newer Unicode version; that is a scheme change (bump FORMAT_VERSION).
 
-    python scripts/gen_unicode_classes.py > src/neardup/_unicode_classes.py
+    python scripts/gen_unicode_classes.py > src/neardup/_kernels/unicode_data.py
 """
 
 import unicodedata

@@ -1,4 +1,13 @@
-"""TODO: docstring."""
+"""Kernels of the MinHash + LSH candidate stage: buckets of equal band keys, verification, clusters.
+
+Per band, the caller sorts the documents by band key; :func:`bucket_bounds` finds the runs of
+equal keys (the buckets), and :func:`connect_band` (clusters only) or :func:`pairs_band` (every
+verified pair) verifies the candidates inside them with :func:`similarity`: the signature
+estimate (mode ``SIGNATURE``) or the exact Jaccard of the shingle sets (mode ``EXACT``).
+:func:`verify_group` verifies one group, for an engine's generic candidate stage, and
+:func:`similarity_rows` gives documents' similarities to others (their kept documents). What the
+two outputs are and why they give the same clusters: :mod:`neardup.methods.minhash.candidates`.
+"""
 
 from __future__ import annotations
 

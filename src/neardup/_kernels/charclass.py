@@ -1,4 +1,14 @@
-"""TODO: docstring."""
+"""The tokenizer's character classes: one uint8 class per Unicode code point (:data:`CHAR_CLASS`).
+
+``WORD``: letters, marks and digits, the parts of word tokens; ``IDEOGRAPH``: characters of
+scripts written without spaces (Han, Hiragana, Katakana), one token each; ``SPACE``: whitespace;
+``PUNCT``: punctuation and symbols; ``IGNORE``: invisible format characters (soft hyphen,
+zero-width space), dropped; ``OTHER``: everything else (control characters, unassigned code
+points), separators like ``SPACE``. The table is expanded from the runs of
+:mod:`neardup._kernels.unicode_data`, generated once from Unicode 14.0 by
+``scripts/gen_unicode_classes.py`` and shipped with the package, so tokenization does not change
+with the Python version. The rules built on the classes are in :mod:`neardup.text.normalize`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,13 @@
-"""TODO: docstring."""
+"""nd128, and the kernels that group equal keys for the exact method and its pre-pass.
+
+:func:`keys_kernel` computes nd128, two 64-bit lanes over the same 8-byte words (lane A is nd64,
+:mod:`neardup._kernels.hashing`), of every document's normalized or raw bytes; nd128 and the exact
+key of a text are defined in :mod:`neardup.methods.exact.keys`. :func:`pairs_within` and
+:func:`cross` list the pairs of groups of equal keys, and :func:`admit_kernel` and
+:func:`rehash_kernel` keep the open-addressing table of the keys seen so far, for the streaming
+exact pre-pass (:mod:`neardup.methods.exact.groups`). The lanes also make the I-Match signatures
+(:mod:`neardup._kernels.imatch`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,8 @@ from .charclass import IGNORE, OTHER, SPACE
 from .hashing import P1, P2, SEED, fmix64, rotl64
 from .shingles import decode
 
+# --------------------------------------------------------------------------------------------
+# nd128: lane B's seed and multipliers (lane A's are nd64's)
 SEED_B = np.uint64(0x8EBC6AF09C88C6E3)
 
 
@@ -18,11 +29,9 @@ Q1 = np.uint64(0xA0761D6478BD642F)
 Q2 = np.uint64(0xE7037ED1A0B428DB)
 
 
-GAMMA = 0x9E3779B97F4A7C15
+GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment, for the I-Match lexicon salts
 
 
-# --------------------------------------------------------------------------------------------
-# nd128
 @nb.njit(inline="always", cache=True)
 def lane_a(h, w):
     return rotl64(h ^ (w * P1), 31) * P2
@@ -58,7 +67,8 @@ def _finish(acc, shift, a, b, n, out, row):
 
 @nb.njit(cache=True, nogil=True)
 def keys_kernel(data, offsets, table, raw, out):
-    """``out[d]`` = nd128 of document d's bytes, normalized (see the module docstring) unless raw.
+    """``out[d]`` = nd128 of document d's bytes, normalized (the exact key of
+    :mod:`neardup.methods.exact.keys`) unless raw.
 
     The normalized bytes are never stored: each output byte goes into a 64-bit word accumulator,
     and every full word into both lanes.
@@ -113,6 +123,8 @@ def keys_kernel(data, offsets, table, raw, out):
         _finish(acc, shift, a, b, n, out, d)
 
 
+# --------------------------------------------------------------------------------------------
+# pairs of groups of equal keys
 @nb.njit(cache=True, nogil=True)
 def pairs_within(members, starts, ends, total):
     a = np.empty(total, dtype=np.int64)
@@ -148,6 +160,8 @@ def cross(members, first, a, b, s):
     return pa, pb, ps
 
 
+# --------------------------------------------------------------------------------------------
+# the pre-pass's table of the keys seen so far
 @nb.njit(inline="always", cache=True)
 def _find_slot(slots, reps, k0, k1):
     """The slot of key (k0, k1) in the open-addressing table (``slots`` keys, ``reps`` their

@@ -1,4 +1,12 @@
-"""TODO: docstring."""
+"""Kernels of the Hamming-distance search over 64- and 128-bit fingerprints (rows of uint64 words).
+
+Bit helpers (popcount, a table's key, the blocks where two fingerprints differ, the first table
+that reports a pair); the batch all-pairs by permuted tables (:func:`table_entries`,
+:func:`scan_table`, :func:`expand`) and its brute-force reference (:func:`brute`); the keys,
+sorted runs and probes of the index (:func:`index_keys`, :func:`sort_run`, :func:`query_kernel`).
+The scheme (blocks, tables, which table reports a pair) is described in
+:mod:`neardup.methods.simhash.search`; the index is :class:`neardup.index.hamming.HammingIndex`.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ _H01 = np.uint64(0x0101010101010101)
 
 
 # ---------------------------------------------------------------------------------------------
-# bit helpers (numba)
+# bit helpers
 @nb.njit(inline="always", cache=True)
 def popcount64(x):
     """Number of set bits of a uint64 (SWAR; LLVM turns it into one instruction where it can)."""
@@ -214,7 +222,7 @@ def brute(words, k):
 
 
 # ---------------------------------------------------------------------------------------------
-# the index
+# the index (:class:`neardup.index.hamming.HammingIndex`)
 @nb.njit(cache=True, nogil=True)
 def index_keys(words, kstart, ksize, nkept, keybits, out):
     for t in range(kstart.shape[0]):

@@ -1,4 +1,12 @@
-"""TODO: docstring."""
+"""The I-Match signature kernel: nd128 of each document's lexicon terms, under each of L lexicons.
+
+:func:`imatch_kernel` folds the 64-bit hashes of a document's terms that are in the lexicon
+(``kept``), in the order given (ascending), into the two nd128 lanes of :mod:`neardup._kernels.exact`;
+signature 0 takes every such term, signature j > 0 only the terms ``t`` with ``fmix64(t ^ salt_j)``
+below the threshold (a sub-lexicon), and a document with fewer than ``min_terms`` of them gets no
+signature. :func:`lexicon_salt_array` turns
+SplitMix64 states into the salts. I-Match and its multi-lexicon variant: :mod:`neardup.methods.imatch`.
+"""
 
 from __future__ import annotations
 

@@ -1,16 +1,19 @@
-"""LLVM-level kernels for the shingling passes: 64 ASCII bytes a step and eight short hashes at once.
+"""LLVM-level kernels: 64 ASCII bytes a step and eight short hashes at once, unaligned words, prefetches.
 
 numba cannot express AVX-512 byte compression (``vpcompressb``) or a byte shuffle that cuts eight
 overlapping windows from one load, so these are numba ``@intrinsic`` s that emit the LLVM IR
-directly. :mod:`neardup.text.shingles` uses them where they pay off; each has a plain numba
-equivalent there that gives the same bytes and hashes (tests compare both, also with
-``NUMBA_CPU_NAME=generic``).
+directly. The shingling kernels (:mod:`neardup._kernels.shingles`) use them where they pay off;
+each has a plain numba equivalent there that gives the same bytes and hashes (tests compare both,
+also with ``NUMBA_CPU_NAME=generic``).
 
 * ``ascii64``, ``chars64``, ``chars64_pos``, ``words64``: the first pass over 64 ASCII bytes
   (lower-casing, separators to one space, token/character starts), compiled in only when the
   numba target has AVX-512 VBMI2 and BW (:data:`SIMD64`).
-* ``hash8_short``: nd64 (:mod:`neardup._kernels.hashing`) of eight consecutive windows of at most 8 bytes
-  from one 16-byte load, as LLVM vectors (every CPU).
+* ``hash8_short``: nd64 (:mod:`neardup._kernels.hashing`) of eight consecutive windows of at most
+  8 bytes from one 16-byte load, as LLVM vectors (every CPU).
+* ``load8``, ``store8``, ``ctz``: unaligned little-endian 8-byte loads and stores and a trailing
+  zero count, for the JSON Lines scanner's 8 bytes at a time (:mod:`neardup._kernels.jsonl`).
+* ``prefetch``: a cache-line prefetch, for the LSH index's probes (:mod:`neardup._kernels.lsh`).
 """
 
 from __future__ import annotations
@@ -146,10 +149,10 @@ def _bytes_arrays(*arrays) -> bool:
 
 @intrinsic
 def chars64(typingctx, doc, i, buf, blen, prev, lowbit):
-    """:func:`_char_ascii_plain`'s loop over the 64 ASCII bytes ``doc[i:i + 64]`` in one step:
-    returns (blen, prev) after them. Separators (bytes <= 32 and DEL) become spaces, a space
-    after a space is dropped (``prev``: the byte before was a separator), and the kept bytes
-    are packed into ``buf[blen:]`` with ``vpcompressb``."""
+    """:func:`~neardup._kernels.shingles._char_ascii_plain`'s loop over the 64 ASCII bytes
+    ``doc[i:i + 64]`` in one step: returns (blen, prev) after them. Separators (bytes <= 32 and
+    DEL) become spaces, a space after a space is dropped (``prev``: the byte before was a
+    separator), and the kept bytes are packed into ``buf[blen:]`` with ``vpcompressb``."""
     if not _bytes_arrays(doc, buf):
         return None
     i64 = types.int64
@@ -169,8 +172,8 @@ def chars64_pos(typingctx, doc, i, buf, pos, blen, nch, prev, lowbit):
 
 @intrinsic
 def words64(typingctx, doc, i, buf, tok, blen, nt, prev, lowbit):
-    """:func:`_word_tokens`' ASCII loop over the 64 bytes ``doc[i:i + 64]`` in one step:
-    returns (blen, tokens, prev) after them.
+    """:func:`~neardup._kernels.shingles._word_tokens`' ASCII loop over the 64 bytes
+    ``doc[i:i + 64]`` in one step: returns (blen, tokens, prev) after them.
 
     Word bytes (0-9, A-Z, a-z) are kept and the first non-word byte after each is kept as a
     space, packed into ``buf[blen:]`` with ``vpcompressb``. Token starts are found in the packed
@@ -283,7 +286,7 @@ def hash8_short(typingctx, buf, s, mask, n, out, at):
 
 
 # --------------------------------------------------------------------------------------------
-# Word-at-a-time primitives
+# Word-at-a-time primitives, and a prefetch
 @intrinsic
 def load8(typingctx, arr, idx):
     """The 8 bytes ``arr[idx:idx+8]`` as one little-endian uint64 (unaligned, unchecked)."""

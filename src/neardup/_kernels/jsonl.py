@@ -1,31 +1,11 @@
 """A numba scanner that pulls the text and id fields out of a block of JSON Lines.
 
-Reading JSONL with ``orjson.loads`` per line costs a Python dict per record; this module does the
+Reading JSONL with ``orjson.loads`` per line costs a Python dict per record; :func:`scan` does the
 common case in one nogil kernel call per block and leaves Python only the decoding of the
 extracted UTF-8 spans to ``str``. The kernel never reports errors: a line it is not certain about
 is marked ``FALLBACK`` and the caller parses it with ``orjson`` as before, which produces the
-exact error (or the value, for the rare valid lines the kernel declines).
-
-API::
-
-    scan_block(data, text_key, id_key=b"id", out=None) -> ScanResult
-
-``data`` is a uint8 array (or bytes-like) of lines separated by ``b"\\n"``; a final ``"\\n"`` does
-not start another line, and an empty block has no lines. ``text_key`` and ``id_key`` are the
-UTF-8 bytes of the field names (bytes or uint8 arrays); ``out`` an optional buffer to reuse for
-the unescaped text (see :func:`scan_block`). For line ``i`` of the block:
-
-* ``status[i]``: ``BLANK`` (empty, or only ASCII whitespace as ``bytes.isspace`` sees it),
-  ``OK`` or ``FALLBACK``;
-* ``line_start[i]``, ``line_end[i]``: the line's bytes in ``data``, without its ``"\\n"``;
-* for ``OK`` lines, the text: ``bytes(out[text_start[i]:text_end[i]]).decode("utf-8")`` equals
-  ``orjson.loads(line)[text_key]``;
-* for ``OK`` lines, the id by ``id_kind[i]``: ``ID_ABSENT_OR_NULL`` (no id key, or null),
-  ``ID_STRING`` (``out[id_start[i]:id_end[i]]`` holds it unescaped) or ``ID_INTEGER``
-  (``data[id_start[i]:id_end[i]]`` holds the raw digits, which equal ``str()`` of the int
-  orjson returns). When ``id_key`` equals ``text_key``, the id is the text (``ID_STRING``).
-
-:func:`line_values` does that decoding for one line.
+exact error (or the value, for the rare valid lines the kernel declines). Its Python entry, and
+what each line's result means, is :func:`neardup.io.jsonl_scan.scan_block`.
 
 A line is ``OK`` only if all of these hold (anything else is ``FALLBACK``):
 

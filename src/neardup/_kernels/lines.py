@@ -2,9 +2,10 @@
 
 When the first pass skipped no record, record number ``r`` is the r-th non-blank line of the
 inputs, so writing the kept records of a JSONL input as JSONL is a byte copy of the lines that
-``keep`` marks. :func:`copy_kept_lines` does that for a block of whole lines in one kernel
-call (no per-line Python objects), a line being blank exactly when Python's ``bytes.isspace``
-says so (ASCII space, ``\\t``, ``\\n``, ``\\v``, ``\\f``, ``\\r``) or it is empty.
+``keep`` marks. :func:`copy_kept` does that for a block of whole lines in one kernel call (no
+per-line Python objects), a line being blank exactly when Python's ``bytes.isspace`` says so
+(ASCII space, ``\\t``, ``\\n``, ``\\v``, ``\\f``, ``\\r``) or it is empty; its Python entry is
+:func:`neardup.io.jsonl.copy_kept_lines`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,12 @@
-"""TODO: docstring."""
+"""Kernels of MinHash LSH: band keys, and the sorted runs and phased probes of the LSH index.
+
+A band key is nd64 of the band's slots from a start state of its own (:func:`band_keys_kernel`;
+the format is given with :func:`neardup.methods.minhash.lsh.band_keys`, its Python entry). The
+index (:class:`neardup.index.lsh.LSHIndex`) keeps the band keys of its rows in sorted runs with
+bucket directories (:class:`neardup.index.runs.BandTables`); a query finds its results in four
+phases whose cache misses overlap (:func:`query_one` for one signature, :func:`query_kernel` for
+many).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +26,8 @@ _SCAN = 8  # keys compared at once in a bucket (see _scan)
 # band keys
 @nb.njit(inline="always")
 def _band_key(row, j, rows, start):
-    """The key of band ``j`` of one signature ``row``, from the band's start state (see ``band_keys``)."""
+    """The key of band ``j`` of one signature ``row``, from the band's start state (see
+    :func:`neardup.methods.minhash.lsh.band_keys`)."""
     h = start
     c = j * rows
     end = c + rows
@@ -50,7 +59,7 @@ def band_keys_kernel(values, bands, rows, out):
 # Runs are merged (log-structured, like an LSM tree) so there are O(log n) of them.
 #
 # Every run also has, per band, a bucket directory on the top d bits of the keys (see
-# ``_BandTables``), so finding a key costs two memory reads instead of a binary search's log2(n).
+# :class:`neardup.index.runs.BandTables`), so finding a key costs two memory reads instead of a binary search's log2(n).
 @nb.njit(cache=True, nogil=True)
 def compact_runs(keys, ids, bounds, remap):
     """Drop entries whose ``remap[id] < 0`` and renumber the rest; returns the new bounds."""

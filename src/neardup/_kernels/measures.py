@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""Exact set measures over sorted, duplicate-free uint64 arrays, each a merge in O(|A| + |B|).
+
+Intersection size, Jaccard and containment of two sets, and the brute-force all-pairs Jaccard of
+CSR sets (:func:`neardup.core.measures.all_pairs_jaccard`, with the definitions of the measures).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""Classic MinHash kernels: the permutation parameters, and shingle hashes folded into signatures.
+
+:func:`permutations` derives every ``(a_k, b_k)`` from the seed with SplitMix64;
+:func:`fold_minhash` sets slot k to ``min_x ((a_k x + b_k) mod 2**64) >> 32`` over a set's element
+hashes; :func:`minhash_csr` signs CSR sets, :func:`minhash_texts_kernel` texts, shingled on the
+way by :mod:`neardup._kernels.shingles`. Every slot of the empty set's signature is
+:data:`EMPTY_VALUE`. The hash family is defined in :mod:`neardup.methods.minhash.scheme`.
+"""
 
 from __future__ import annotations
 

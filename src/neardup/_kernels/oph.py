@@ -1,7 +1,7 @@
-"""One-permutation hashing with optimal densification: the fast MinHash option.
+"""One-permutation hashing with optimal densification, the fast MinHash option: definition and kernels.
 
-Classic MinHash (:mod:`neardup.methods.minhash.sketch`) applies K hash functions to every element, so sketching
-costs K multiply-adds per element. One-permutation hashing (OPH; Li, Owen and Zhang, NIPS 2012)
+Classic MinHash (:mod:`neardup.methods.minhash.scheme`) applies K hash functions to every element,
+so sketching costs K multiply-adds per element. One-permutation hashing (OPH; Li, Owen and Zhang, NIPS 2012)
 applies one: the hashed universe is cut into K equal *bins*, and slot k keeps the minimum value
 of the elements that fall into bin k, so sketching costs one hash per element whatever K is.
 
@@ -23,8 +23,8 @@ and asserts the ratios.
 
 Definition (hash family ``"nd64/oph-dens-32"``, format version 1)
 ------------------------------------------------------------------
-Elements are first hashed to 64 bits ``x`` exactly as for classic MinHash (:mod:`neardup._kernels.hashing`;
-text shingles by :mod:`neardup.text.shingles`). From the seed, with
+Elements are first hashed to 64 bits ``x`` exactly as for classic MinHash
+(:mod:`neardup._kernels.hashing`; text shingles by :mod:`neardup.text.shingles`). From the seed, with
 ``z_j = splitmix64(seed + j * 0x9E3779B97F4A7C15)`` (all arithmetic mod 2**64):
 
 - ``salt = z_0``, ``c = z_1 | 1``, ``d = z_2``.
@@ -51,6 +51,11 @@ slot takes its value, which is what any attempt sequence gives.
 
 The signature is uint32[K], like a classic one; the scheme's ``hash_family`` keeps the two kinds
 apart (comparing or indexing a classic and an OPH signature raises ``IncompatibleSketchError``).
+
+Kernels: :func:`oph_param_array` (salt, c and d from the seed), :func:`sequence` (the first
+attempts of every bin, tabled), :func:`oph_fold_many` (binning), :func:`densify`, and
+:func:`oph_csr_kernel` and :func:`oph_texts_kernel` (sets and texts). Their Python entries are in
+:mod:`neardup.methods.minhash.oph` and :mod:`neardup.methods.minhash.sketch`.
 
 >>> import numpy as np
 >>> from neardup.methods.minhash.sketch import MinHasher
@@ -140,8 +145,9 @@ def oph_fold_many(hashes, lo, hi, salt, sig, bins, values):
 @nb.njit(cache=True, nogil=True)
 def densify(sig, c, d, seq, orig, attempts=-1):
     """Fill the empty bins of ``sig`` in place (optimal densification). ``seq`` is
-    :func:`oph_sequence`'s table of first attempts, ``orig`` uint32[K] scratch; ``attempts`` per
-    empty bin defaults to 32 K (tests lower it to reach the documented fallback)."""
+    :func:`~neardup.methods.minhash.oph.oph_sequence`'s table of first attempts, ``orig``
+    uint32[K] scratch; ``attempts`` per empty bin defaults to 32 K (tests lower it to reach the
+    documented fallback)."""
     k = sig.shape[0]
     if attempts < 0:
         attempts = _ATTEMPTS_PER_BIN * k

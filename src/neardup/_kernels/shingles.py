@@ -1,10 +1,11 @@
-"""Shingling: a text becomes the set of its word or character n-grams, each hashed to 64 bits.
+"""Shingling kernels: a text becomes the set of its word or character n-grams, each hashed to 64 bits.
 
 A word n-gram of tokens t1..tn is hashed as the UTF-8 string ``"t1 t2 ... tn"`` (tokens joined
-by one space) with :func:`neardup._kernels.hashing.hash_bytes`; a character n-gram as the UTF-8 string of
-its n characters, cut from the normalized character stream (see :mod:`neardup.text.normalize`). So a text's
-shingle set equals the hashes of the shingle strings one would write by hand, and
-``MinHasher.sign_sets`` on those strings gives the same signature as ``MinHasher.sign`` on the text.
+by one space) with :func:`neardup._kernels.hashing.hash_bytes`; a character n-gram as the UTF-8
+string of its n characters, cut from the normalized character stream (see
+:mod:`neardup.text.normalize`). So a text's shingle set equals the hashes of the shingle strings
+one would write by hand, and :meth:`~neardup.methods.minhash.sketch.MinHasher.sign_sets` on those
+strings gives the same signature as :meth:`~neardup.methods.minhash.sketch.MinHasher.sign` on the text.
 
 A document with fewer than n tokens (or characters) but at least one yields a single shingle of
 all of them, so that short documents still compare; an empty document yields the empty set.
@@ -12,8 +13,12 @@ all of them, so that short documents still compare; an empty document yields the
 Kernels take each document in two passes and make no Python object per token or shingle: the
 first copies the normalized units into a buffer (tokens each followed by one space, or the
 character stream; ASCII through lookup tables, or 64 bytes a step with AVX-512 VBMI2), the second
-hashes every run of n units (vectorized across shingles). The hashes are then folded into a
-MinHash or OPH signature, or written out.
+hashes every run of n units, vectorized across shingles (:func:`doc_hashes`). The hashes are
+then folded into a MinHash or OPH signature (:mod:`neardup._kernels.minhash`,
+:mod:`neardup._kernels.oph`) or a SimHash fingerprint (:mod:`neardup._kernels.simhash`), or
+written out (:func:`shingle_texts_kernel`). The Python side, with the settings
+(:class:`~neardup.text.shingles.Shingling`) and the encoding of texts to UTF-8, is
+:mod:`neardup.text.shingles`.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ _WORD_LUT = _ascii_luts((WORD,))
 @nb.njit(cache=True, nogil=True)
 def lower_ascii(data):
     """A copy of the UTF-8 bytes ``data`` with ASCII A-Z lower-cased (other bytes as they are):
-    turns :func:`encode_for_sketch`'s bytes into :func:`encode_texts`' when the shingling folds case."""
+    turns :func:`~neardup.text.shingles.encode_for_sketch`'s bytes into
+    :func:`~neardup.text.shingles.encode_texts`' when the shingling folds case."""
     out = np.empty_like(data)
     for i in range(data.shape[0]):
         c = data[i]
@@ -160,7 +166,7 @@ def _hash_fixed(buf, m, n, out, at):
     Each loop handles all windows in lockstep, one 8-byte word of each at a time, so it has no
     data-dependent branch and vectorizes (8 windows a step with AVX-512). For n <= 8 (character
     n-grams of one byte a character) the whole hash is one step, 8 windows at a time from one
-    load (:func:`hash8_short`). Reads up to 8 bytes past the last window.
+    load (:func:`~neardup._kernels.intrinsics.hash8_short`). Reads up to 8 bytes past the last window.
     """
     full = n >> 3
     rem = n & 7
@@ -201,9 +207,10 @@ def _word_tokens(data, start, end, table, buf, tok, lowbit=0):
     unconditional store of the byte or a space, counters advanced by 0 or 1), so token
     boundaries cost no mispredicted branch; other bytes are decoded one code point at a time.
     ASCII bytes go through :data:`_WORD_LUT` (non-word bytes to a space, and A-Z lower-cased
-    when ``lowbit`` is 32, see :func:`encode_for_sketch`), one load that gives both the byte to
-    store and whether it is part of a token. With AVX-512 VBMI2, ASCII goes 64 bytes a step
-    (:func:`words64`): all of an ASCII text, and every 64-byte stretch of ASCII in others.
+    when ``lowbit`` is 32, see :func:`~neardup.text.shingles.encode_for_sketch`), one load that
+    gives both the byte to store and whether it is part of a token. With AVX-512 VBMI2, ASCII goes
+    64 bytes a step (:func:`~neardup._kernels.intrinsics.words64`): all of an ASCII text, and every
+    64-byte stretch of ASCII in others.
     """
     doc = data[start:end]
     size = doc.shape[0]
@@ -349,7 +356,8 @@ def _char_ascii_plain(doc, buf, lut, lowbit):
     none at either end. Each byte is stored, and the length advances unless the byte is a
     space after a space: one store and one add a byte, where the general loop carries a
     pending-space flag through a longer chain of operations. With AVX-512 VBMI2, 64 bytes a
-    step (:func:`chars64`; ``lowbit`` 32 lower-cases as the second row of ``lut`` does).
+    step (:func:`~neardup._kernels.intrinsics.chars64`; ``lowbit`` 32 lower-cases as the second
+    row of ``lut`` does).
     """
     size = doc.shape[0]
     i = 0
@@ -395,9 +403,10 @@ def _char_units(data, start, end, table, strip, buf, pos, lowbit=0):
     Returns (characters, length): character c is ``buf[pos[c]:pos[c + 1]]`` (``pos[characters]``
     is the length), or ``buf[c]`` when characters == length (all one byte; ``pos`` is then not
     written). ASCII bytes are handled without a branch, as in :func:`_word_tokens`; ASCII A-Z
-    are lower-cased on the way when ``lowbit`` is 32 (see :func:`encode_for_sketch`). Without
-    punctuation stripping and with AVX-512 VBMI2, ASCII goes 64 bytes a step
-    (:func:`_char_ascii_plain`, :func:`chars64_pos`).
+    are lower-cased on the way when ``lowbit`` is 32 (see
+    :func:`~neardup.text.shingles.encode_for_sketch`). Without punctuation stripping and with
+    AVX-512 VBMI2, ASCII goes 64 bytes a step (:func:`_char_ascii_plain`,
+    :func:`~neardup._kernels.intrinsics.chars64_pos`).
     """
     doc = data[start:end]
     size = doc.shape[0]
@@ -471,7 +480,7 @@ def _char_units(data, start, end, table, strip, buf, pos, lowbit=0):
 def doc_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch=None):
     """The shingle hashes of ``data[start:end]`` in text order, written to ``out[at:]``; returns
     how many. ``buf`` (viewed as ``words``) must hold twice the text plus 24 bytes, ``pos`` its
-    length plus 2 entries (:func:`scratch` makes both); ``scratch`` is uint64[LOCKSTEP_WORDS + 1,
+    length plus 2 entries (:func:`doc_scratch` makes both); ``scratch`` is uint64[LOCKSTEP_WORDS + 1,
     HASH_BLOCK] for :func:`_hash_starts` (made when needed if not given: callers with many
     documents bring one).
 

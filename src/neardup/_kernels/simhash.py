@@ -1,4 +1,12 @@
-"""TODO: docstring."""
+"""SimHash kernels: salts and hyperplanes from the seed, weighted sign sums, document frequencies.
+
+:func:`simhash_salt_array` and :func:`hyperplanes` make a scheme's per-word salts and Gaussian
+hyperplanes; :func:`simhash_csr`, :func:`simhash_csr_weighted` and :func:`simhash_texts_kernel`
+(texts, shingled on the way by :mod:`neardup._kernels.shingles`) fold shingle hashes, with count
+or IDF weights, into 64-bit fingerprint words; :func:`df_batch` and :func:`merge_counts` count
+document frequencies for the IDF table. Fingerprints are defined in
+:mod:`neardup.methods.simhash.scheme`.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +47,7 @@ def hyperplanes(seed, dim, bits):
 
 
 # ---------------------------------------------------------------------------------------------
-# kernels: weighted sign sums
+# weighted sign sums
 @nb.njit(inline="always", cache=True)
 def _fold_count(hashes, lo, hi, salt, cnt):
     """One 64-bit word of the count-weighted fingerprint of hashes[lo:hi] (weight 1 each).
@@ -182,6 +190,8 @@ def simhash_texts_kernel(
                 out[d, w] = _fold_count(hbuf, 0, c, salts[w], cnt)
 
 
+# ---------------------------------------------------------------------------------------------
+# document frequencies (weighting="idf")
 @nb.njit(cache=True, nogil=True)
 def df_batch(hashes, offsets):
     """(distinct hashes, number of documents holding each) of a CSR batch."""

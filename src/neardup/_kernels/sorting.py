@@ -1,7 +1,12 @@
-"""Sorting kernels shared by the indexes (LSH band tables, SimHash permuted tables).
+"""Sorting kernels: stable LSD radix sorts of uint64 keys (16-bit digits), and merges of sorted runs.
 
-Both keep, per table, sorted runs of uint64 keys with a payload (row ids), appended batch by batch
-and merged like an LSM tree, so an index of n entries has O(log n) runs.
+The indexes (LSH band tables, SimHash permuted tables) keep, per table, sorted runs of uint64 keys
+with a payload (row ids), appended batch by batch and merged like an LSM tree
+(:func:`merge_runs`), so an index of n entries has O(log n) runs; :func:`radix_sort_with` sorts
+their runs, and also band keys and shingle hashes elsewhere. :func:`radix_sort_bits`,
+:func:`radix_argsort_rows` and :func:`unique_from_order` serve the batch Hamming search
+(:mod:`neardup.methods.simhash.search`): table entries sorted by their key bits, and identical
+fingerprints collapsed.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ import numba as nb
 import numpy as np
 
 
+# ---------------------------------------------------------------------------------------------
+# keys with a payload, and sorted runs of them
 @nb.njit(cache=True, nogil=True)
 def radix_sort_with(keys, payload):
     """Sort uint64 ``keys`` in place, stably, moving ``payload`` (same length) along."""
@@ -73,7 +80,7 @@ def merge_runs(keys, payload, lo, mid, hi):
 
 
 # ---------------------------------------------------------------------------------------------
-# radix sorts (numba)
+# the batch Hamming search: sorts by a bit range, rows by all their words, groups of equal rows
 @nb.njit(cache=True, nogil=True)
 def radix_sort_bits(a, shift, nbits):
     """Sort ``a`` (uint64) in place, stably, by its bits [shift, shift + nbits) (LSD, 16-bit digits)."""

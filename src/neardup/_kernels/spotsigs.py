@@ -1,4 +1,14 @@
-"""TODO: docstring."""
+"""SpotSigs kernels: spot signature extraction, and the exact all-pairs search over the signatures.
+
+:func:`extract_kernel` turns UTF-8 texts into their multisets of spot signature keys (CSR of sorted
+hashes and counts, whose lengths :func:`row_sums` adds up), as :mod:`neardup.methods.spotsigs.signatures`
+defines them. For the search
+(:mod:`neardup.methods.spotsigs.pairs`, which describes the partitions and the pruning bounds):
+:func:`take_rows` orders the documents, :func:`signature_ids` and :func:`fill_lists` build the
+inverted lists, :func:`probe` searches a range of documents against longer ones with the bounds,
+:func:`bruteforce` compares every pair, and :func:`rows_similarity` gives documents' weighted
+Jaccard to others.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +24,8 @@ KEY_ANTECEDENT, KEY_CHAIN = 0, 1
 _COLON = 58
 
 
+# ---------------------------------------------------------------------------------------------
+# Signature sets (CSR multisets)
 @nb.njit(cache=True, nogil=True)
 def row_sums(counts, offsets):
     out = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
@@ -34,7 +46,7 @@ def _contains(sorted_arr, h):
 @nb.njit(cache=True, nogil=True)
 def extract_kernel(data, offsets, table, ant, skip, d, c, key_mode):
     """Spot signatures of every document of ``data`` (UTF-8, split by ``offsets``) as CSR
-    ``(values uint64, counts int32, doc_offsets int64)``; see the module docstring."""
+    ``(values uint64, counts int32, doc_offsets int64)``; see :mod:`neardup.methods.spotsigs.signatures`."""
     ndoc = offsets.shape[0] - 1
     longest = 0
     for q in range(ndoc):
@@ -139,6 +151,8 @@ def extract_kernel(data, offsets, table, ant, skip, d, c, key_mode):
     return out_v[:pos].copy(), out_c[:pos].copy(), doc_off
 
 
+# ---------------------------------------------------------------------------------------------
+# All pairs
 @nb.njit(inline="always", cache=True)
 def _wjaccard(values, counts, off, x, y, lx, ly):
     i = off[x]

@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""Union-find over an int64 parent array, the smallest index the root of every component.
+
+Union by minimum with path halving (Tarjan 1975): roots, and with them clusters, depend only on
+the edges, not on the order in which they were joined. :mod:`neardup.core.components` builds the
+clusters on it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Option handling shared by the ``neardup`` commands."""
+"""What the ``neardup`` commands share: click settings, data errors as exit code 1, JSON and console
+output, and ``--plot`` files (matplotlib, an optional dependency)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""``neardup compare``: why two documents are, or are not, near-duplicates (:mod:`neardup.eval.compare`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from .common import SETTINGS, data_errors, emit_json, make_console
 from .options import shingling_option
 
 
-# --------------------------------------------------------------------------------------------
-# compare
 @click.command("compare", context_settings=SETTINGS)
 @click.argument("a")
 @click.argument("b")

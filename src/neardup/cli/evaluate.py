@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""``neardup eval``: score predicted near-duplicates against gold labels (:mod:`neardup.eval.metrics`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from .common import (
 )
 
 
-# --------------------------------------------------------------------------------------------
-# eval
 @click.command("eval", context_settings=SETTINGS)
 @click.option(
     "--gold",

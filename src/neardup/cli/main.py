@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""The ``neardup`` command group: the entry point, with every command of :mod:`neardup.cli` registered on it."""
 
 from __future__ import annotations
 

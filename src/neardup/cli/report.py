@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""``neardup report``: a self-contained HTML report of a dedup run (:mod:`neardup.eval.report`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import click
 from .common import SETTINGS, data_errors
 
 
-# --------------------------------------------------------------------------------------------
-# report
 @click.command("report", context_settings=SETTINGS)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(

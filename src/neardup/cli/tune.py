@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""``neardup tune``: choose the LSH banding for a threshold and K, and show the errors to expect.
+
+The numbers come from :func:`neardup.eval.metrics.tuning` (the S-curve and its areas:
+:mod:`neardup.methods.minhash.lsh`).
+"""
 
 from __future__ import annotations
 
@@ -25,8 +29,6 @@ def _p(x: float) -> str:
     return f"{x:.4f}"
 
 
-# --------------------------------------------------------------------------------------------
-# tune
 @click.command("tune", context_settings=SETTINGS)
 @click.option(
     "--threshold",

@@ -1,12 +1,12 @@
-"""Union-find over verified pairs, and the kept document of each cluster.
+"""Clusters as connected components of verified pairs, and the kept document of each cluster.
 
 Near-duplicate similarity is not transitive (a ~ b and b ~ c do not give a ~ c), so a cluster is
 a connected component of the graph of verified pairs, and each member's similarity is reported
 against its cluster's kept document rather than assumed.
 
-The union-find keeps the smallest index as the root of every component (union by minimum, with
-path halving; Tarjan 1975), so roots, and with them clusters, depend only on the edges, not on
-the order in which they were found.
+The components come from a union-find (:mod:`neardup._kernels.unionfind`) that keeps the smallest
+index as the root of every component (union by minimum, with path halving; Tarjan 1975), so
+roots, and with them clusters, depend only on the edges, not on the order in which they were found.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Exceptions raised by neardup."""
+"""The exceptions neardup raises on purpose: the base class, bad input data, incompatible sketches.
+
+The exceptions of bad parameters (:class:`~neardup.core.validation.ParameterError` and its
+subclasses) derive from :class:`NeardupError` too; they live with the checks in
+:mod:`neardup.core.validation`.
+"""
 
 from __future__ import annotations
 

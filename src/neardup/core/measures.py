@@ -8,8 +8,10 @@
 - Containment C(A, B) = |A n B| / |A|: how much of A lies inside B (Broder 1997); not symmetric,
   the measure for quoting and plagiarism (a short answer copied from a long source).
 
-The array versions take sorted, duplicate-free uint64 arrays (as ``shingle`` returns) and run
-as a merge in O(|A| + |B|).
+The array versions take sorted, duplicate-free uint64 arrays (as
+:func:`neardup.text.shingles.shingle` returns) and run as a merge in O(|A| + |B|): the kernels
+``jaccard_sorted`` and ``containment_sorted`` of :mod:`neardup._kernels.measures`, and
+:func:`all_pairs_jaccard` here over CSR sets.
 """
 
 from __future__ import annotations

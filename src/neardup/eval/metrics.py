@@ -714,7 +714,7 @@ def tuning(
         for x, c, a, p in zip(sims, cand, accept, reported)
     ]
     # reported areas: P(reported) is a polynomial of degree K in s, so Gauss-Legendre with the
-    # nodes lsh uses for the S-curve integrates it exactly
+    # nodes neardup.methods.minhash.lsh uses for the S-curve integrates it exactly
     nodes, weights = lsh._unit_rule(k)
     fp_rep = t * float(_reported_probability_fft(t * nodes, k, b, r, t) @ weights)
     fn_rep = (1 - t) * float((1 - _reported_probability_fft(t + (1 - t) * nodes, k, b, r, t)) @ weights)

@@ -1,4 +1,4 @@
-"""TODO: docstring."""
+"""pyarrow and its compute, CSV and Parquet modules, each imported on first use (``pa``, ``pc``, ``pacsv``, ``pq``)."""
 
 from __future__ import annotations
 

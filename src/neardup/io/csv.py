@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""The CSV scanner: records of CSV files with a header row (optionally ``.gz``/``.zst``).
+
+Lines are decoded as UTF-8 one by one so that an invalid one names its line; a record spans the
+physical lines of its quoted newlines, and its line is the first of them (the header is line 1).
+"""
 
 from __future__ import annotations
 

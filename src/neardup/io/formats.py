@@ -1,4 +1,9 @@
-"""TODO: docstring."""
+"""Which format a path is: input and output formats, and compression, from the extension.
+
+Inputs: JSON Lines (``.jsonl``, ``.ndjson``, ``.json``) and CSV, each optionally ``.gz``/``.zst``,
+``.parquet``, and directories (of ``.txt`` and ``.html``/``.htm`` files). Outputs: JSON Lines,
+CSV (each optionally compressed) and Parquet.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,6 @@ HTML_SUFFIXES = (".html", ".htm")
 _JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 
-# --------------------------------------------------------------------------------------------
-# Formats
 def compression(path: str) -> str | None:
     name = path.lower()
     if name.endswith(".gz"):

@@ -1,4 +1,11 @@
-"""TODO: docstring."""
+"""The JSON Lines scanner, and the copy of kept JSONL lines.
+
+Without a payload to keep, each block of lines is scanned by one kernel call
+(:func:`neardup.io.jsonl_scan.scan_block`) and ``orjson`` parses only the lines it declines; with
+one (for :func:`neardup.io.write.write_kept`), every line is parsed. Both give the same records and
+the same errors. :func:`copy_kept_jsonl` writes the kept lines of a file whose every non-blank line
+is a valid record as bytes, without parsing them again.
+"""
 
 from __future__ import annotations
 

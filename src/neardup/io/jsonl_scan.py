@@ -1,4 +1,28 @@
-"""TODO: docstring."""
+"""The text and id fields of a block of JSON Lines, found by one kernel call: :func:`scan_block`.
+
+API::
+
+    scan_block(data, text_key, id_key=b"id", out=None) -> ScanResult
+
+``data`` is a uint8 array (or bytes-like) of lines separated by ``b"\\n"``; a final ``"\\n"`` does
+not start another line, and an empty block has no lines. ``text_key`` and ``id_key`` are the
+UTF-8 bytes of the field names (bytes or uint8 arrays); ``out`` an optional buffer to reuse for
+the unescaped text (see :func:`scan_block`). For line ``i`` of the block:
+
+* ``status[i]``: ``BLANK`` (empty, or only ASCII whitespace as ``bytes.isspace`` sees it),
+  ``OK`` or ``FALLBACK``;
+* ``line_start[i]``, ``line_end[i]``: the line's bytes in ``data``, without its ``"\\n"``;
+* for ``OK`` lines, the text: ``bytes(out[text_start[i]:text_end[i]]).decode("utf-8")`` equals
+  ``orjson.loads(line)[text_key]``;
+* for ``OK`` lines, the id by ``id_kind[i]``: ``ID_ABSENT_OR_NULL`` (no id key, or null),
+  ``ID_STRING`` (``out[id_start[i]:id_end[i]]`` holds it unescaped) or ``ID_INTEGER``
+  (``data[id_start[i]:id_end[i]]`` holds the raw digits, which equal ``str()`` of the int
+  orjson returns). When ``id_key`` equals ``text_key``, the id is the text (``ID_STRING``).
+
+:func:`line_values` does that decoding for one line. Which lines are ``OK`` (the others are
+``FALLBACK``, for the caller to parse with ``orjson``), and the scanner itself:
+:mod:`neardup._kernels.jsonl`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""TODO: docstring."""
+"""The Parquet scanner: records from Arrow record batches, of only the columns needed (all to write them).
+
+A missing text or id column is the same error on every row: it is reported once and every row is
+counted as skipped. Binary text cells are decoded as UTF-8; a row's line is its 1-based row number.
+"""
 
 from __future__ import annotations
 

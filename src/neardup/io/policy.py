@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""How records are read, and what the scanners of every format share.
+
+A :class:`Policy` says which fields hold the text and the id and what a bad record does
+(``on_error="fail"`` raises its :class:`~neardup.core.errors.InputError`, ``"skip"`` counts it
+by reason in :class:`ReadStats`). The functions below word those errors, one stable reason each
+(the reasons are listed in :mod:`neardup.io.read`). Every scanner yields :class:`Chunk` s.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ def unreadable_errors() -> tuple[type[BaseException], ...]:
 
 @dataclass
 class ReadStats:
-    """Counters filled while reading (pass one to :func:`read_documents` to watch progress).
+    """Counters filled while reading (pass one to :func:`~neardup.io.read.read_documents` to watch progress).
 
     Attributes:
         files: input files opened (each ``.txt``/``.html`` file of a directory counts).
@@ -44,7 +50,7 @@ class ReadStats:
 
 
 # --------------------------------------------------------------------------------------------
-# Error policy
+# The policy, and the errors it rejects
 @dataclass(frozen=True)
 class Policy:
     """How records are read: which fields, what to do with a bad one, where to count."""
@@ -146,8 +152,9 @@ def unreadable(path: str, exc: BaseException) -> InputError:
 
 
 # --------------------------------------------------------------------------------------------
-# Scanners: one per input format. Each yields Chunk's of valid records, numbered implicitly by
-# order, so read_documents and write_kept agree on numbering and skipping by construction.
+# What the scanners (one per input format: csv, jsonl, parquet, textdir) yield: Chunk's of valid
+# records, numbered implicitly by order, so read_documents and write_kept agree on numbering and
+# skipping by construction.
 class Chunk(NamedTuple):
     ids: list[str]
     texts: list[str]

@@ -1,4 +1,42 @@
-"""TODO: docstring."""
+"""Reading the documents of the batch job: :func:`read_documents` streams numbered batches of ids and texts.
+
+Inputs (the format is chosen by the path, :mod:`neardup.io.formats`):
+
+* a directory: every ``*.txt``, ``*.html`` and ``*.htm`` file under it (extension in any case),
+  recursively, in sorted path order; one document per file, id = the file's path joined from the
+  given directory, text = the file decoded as UTF-8; for HTML files, the text is the page's visible
+  text (:func:`neardup.text.html.html_to_text`; the file may also be in the charset its ``<meta>``
+  declares when it is not UTF-8);
+* ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
+* ``.csv`` with a header row, optionally ``.gz``/``.zst``;
+* ``.parquet``.
+
+With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
+the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
+Only the text the methods see is converted: :func:`~neardup.io.write.write_kept` writes the
+original records and files (raw HTML).
+
+Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
+number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
+otherwise the record's ``id`` field if it has one (non-strings become ``str(value)``, so ints become
+their decimal string; null, and an empty CSV cell, count as absent), else ``"{path}:{line}"`` with
+the 1-based line (the physical line where a CSV record starts, header = line 1; the 1-based row for
+Parquet).
+
+Bad records raise :class:`~neardup.core.errors.InputError` naming the file and line (``on_error="fail"``)
+or are skipped and counted by reason in :class:`~neardup.io.policy.ReadStats` (``on_error="skip"``).
+The reasons are stable keys: ``"malformed JSON"``, ``"not a JSON object"``, ``"missing text
+field"``, ``"text not a string"``, ``"missing id field"``, ``"invalid UTF-8"``, ``"malformed CSV
+row"`` and ``"unreadable file"`` (a corrupt, truncated or unopenable file: counted once, and reading
+goes on with the next file; the records before the damage stay read). Blank JSONL and CSV lines are
+not records and are ignored. A path that does not exist or has an unknown extension raises
+``InputError`` whatever ``on_error`` says: it is a mistake in the command, not in the data.
+
+Speed: JSONL and CSV are read in binary, in blocks of whole lines (:mod:`neardup.io.streams`); each
+JSONL block is scanned by one kernel call (:mod:`neardup.io.jsonl_scan`) and only the lines it
+declines are parsed with ``orjson``. Parquet is read in Arrow record batches of only the needed
+columns. Reading holds the texts of a few batches at a time, never the whole input.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +63,6 @@ def scan(path: str, fmt: str, pol: Policy, full: bool, rows: int) -> Iterator[Ch
     return scan_txtdir(path, pol, full)
 
 
-# --------------------------------------------------------------------------------------------
-# Reading
 def resolve_inputs(paths) -> list[tuple[str, str]]:
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -47,10 +83,12 @@ def read_documents(
     html: bool = False,
     main_content: bool = False,
 ) -> Iterator[DocBatch]:
-    """Stream the documents of ``paths`` (read in the order given) as :class:`DocBatch` es.
+    """Stream the documents of ``paths`` (read in the order given) as
+    :class:`~neardup.core.documents.DocBatch` es.
 
     Every batch but the last holds ``batch_size`` documents. Paths are checked before this
-    returns (a missing path or unknown extension raises :class:`InputError` at once); records are
+    returns (a missing path or unknown extension raises :class:`~neardup.core.errors.InputError`
+    at once); records are
     read lazily. ``stats``, if given, is updated as batches are produced.
 
     ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with

@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""Binary input streams: files opened with decompression by extension, read in blocks of whole lines.
+
+gzip and zstd (multi-frame; a file cut inside a frame is reported as truncated, not read as
+shorter) are decompressed on the way. :func:`raw_blocks` cuts the stream after a newline about
+every :data:`BLOCK` bytes and drops a leading UTF-8 byte order mark; a read error ends the file,
+rejected by the policy (an error, or a skipped unreadable file).
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,12 @@ from .formats import compression
 from .policy import Policy, unreadable, unreadable_errors
 
 BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
-WRITE_ROWS = 4096  # Parquet rows per batch when re-reading for write_kept
+WRITE_ROWS = 4096  # CSV records per chunk, and Parquet rows per batch when re-reading for write_kept
 
 
 BOM = b"\xef\xbb\xbf"
 
 
-# --------------------------------------------------------------------------------------------
-# Binary input streams
 class _ZstdReader:
     """``read(n)`` over a (multi-frame) zstd file that reports truncation.
 

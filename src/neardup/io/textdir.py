@@ -1,4 +1,10 @@
-"""TODO: docstring."""
+"""The directory scanner: every ``.txt``, ``.html`` and ``.htm`` file under a directory is a document.
+
+Files are read recursively in sorted path order; the id is the file's path joined from the given
+directory. HTML files are decoded in the charset their ``<meta>`` declares when they are not
+UTF-8 (:func:`neardup.text.html.decode_html`) and converted to their visible text, except when
+scanned to be written out (the page as it is).
+"""
 
 from __future__ import annotations
 

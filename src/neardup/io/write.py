@@ -1,41 +1,13 @@
-"""Readers and writers of the batch job: documents in, kept records and result tables out.
+"""Writing the batch job's outputs: the kept records (:func:`write_kept`) and result tables (:func:`write_table`).
 
-Inputs (the format is chosen by the path):
-
-* a directory: every ``*.txt``, ``*.html`` and ``*.htm`` file under it (extension in any case),
-  recursively, in sorted path order; one document per file, id = the file's path joined from the
-  given directory, text = the file decoded as UTF-8; for HTML files, the text is the page's visible
-  text (:func:`neardup.text.html.html_to_text`; the file may also be in the charset its ``<meta>``
-  declares when it is not UTF-8);
-* ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
-* ``.csv`` with a header row, optionally ``.gz``/``.zst``;
-* ``.parquet``.
-
-With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
-the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
-Only the text the methods see is converted: :func:`write_kept` writes the original records and
-files (raw HTML).
-
-Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
-number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
-otherwise the record's ``id`` field if it has one (non-strings become ``str(value)``, so ints become
-their decimal string; null, and an empty CSV cell, count as absent), else ``"{path}:{line}"`` with
-the 1-based line (the physical line where a CSV record starts, header = line 1; the 1-based row for
-Parquet).
-
-Bad records raise :class:`~neardup.core.errors.InputError` naming the file and line (``on_error="fail"``)
-or are skipped and counted by reason in :class:`ReadStats` (``on_error="skip"``). The reasons are
-stable keys: ``"malformed JSON"``, ``"not a JSON object"``, ``"missing text field"``, ``"text not a
-string"``, ``"missing id field"``, ``"invalid UTF-8"``, ``"malformed CSV row"`` and ``"unreadable
-file"`` (a corrupt, truncated or unopenable file: counted once, and reading goes on with the next
-file; the records before the damage stay read). Blank JSONL and CSV lines are not records and are
-ignored. A path that does not exist or has an unknown extension raises ``InputError`` whatever
-``on_error`` says: it is a mistake in the command, not in the data.
-
-Speed: JSONL is read in binary, in 8 MiB blocks split on ``\\n``, and every line parsed with
-``orjson``; Parquet in Arrow record batches of only the needed columns. The kept records are
-written by re-reading the inputs (:func:`write_kept`), so memory never holds the texts of more than
-a few blocks.
+:func:`write_kept` re-reads the inputs with the numbering and skipping of
+:func:`~neardup.io.read.read_documents` and writes each kept record with all its original fields,
+so memory never holds the texts of more than a few blocks; JSON Lines to JSON Lines copies the
+lines' bytes (without parsing them again when the first pass skipped no record,
+:func:`~neardup.io.jsonl.copy_kept_jsonl`). :func:`write_table` writes the ``--clusters`` and
+``--pairs`` tables. The format of an output comes from its extension
+(:func:`~neardup.io.formats.output_format`: JSON Lines and CSV, optionally ``.gz``/``.zst``, or
+Parquet); it is written to a temporary file beside it that replaces it only when complete.
 """
 
 from __future__ import annotations
@@ -393,10 +365,10 @@ def write_kept(
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
-    The inputs are re-read with the numbering and skipping of :func:`read_documents` (pass the
+    The inputs are re-read with the numbering and skipping of :func:`~neardup.io.read.read_documents` (pass the
     same ``text_field``, ``id_field`` and ``on_error`` as the first pass). Each kept record is
     written with all its original fields in the format of ``out_path``'s extension (see
-    :func:`output_format`); missing parent directories are created and the file appears only when
+    :func:`~neardup.io.formats.output_format`); missing parent directories are created and the file appears only when
     complete.
 
     * JSONL -> JSONL copies the original line bytes verbatim. With ``all_valid`` (the first pass

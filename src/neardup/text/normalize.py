@@ -5,16 +5,18 @@ A text is normalized in two steps:
 1. in Python, once per document: Unicode NFKC (compatibility characters such as ligatures,
    full-width letters and non-breaking spaces fold to their plain forms) and then case folding
    (``str.casefold``, a stronger lower-casing: "Straße" and "STRASSE" agree);
-2. in the tokenizer kernel, per character, with the class table below: whitespace runs collapse
-   to one space, invisible format characters (soft hyphen, zero-width space) are dropped,
-   and punctuation is dropped where asked.
+2. in the tokenizer kernel, per character, with the class table of
+   :mod:`neardup._kernels.charclass`: whitespace runs collapse to one space, invisible format
+   characters (soft hyphen, zero-width space) are dropped, and punctuation is dropped where asked.
 
 A **word token** is a maximal run of letters, marks and digits of any script. Characters of
 scripts written without spaces (Han ideographs, Hiragana, Katakana) are one token each.
 Everything else separates tokens.
 
 The character classes come from a table generated once from Unicode 14.0 and shipped with
-the package (``_unicode_classes.py``), so tokenization does not change with the Python version.
+the package (:mod:`neardup._kernels.unicode_data`), so tokenization does not change with the
+Python version. :func:`tokenize` and :func:`char_stream` here are slow Python references of what
+the shingling kernels (:mod:`neardup._kernels.shingles`) do.
 """
 
 from __future__ import annotations

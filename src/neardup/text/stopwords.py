@@ -1,9 +1,9 @@
 """Default English word lists for SpotSigs: the antecedents and the stopwords.
 
 A spot signature starts at an **antecedent** and is made of the non-stopwords that follow it
-(see :mod:`neardup.methods.spotsigs`). Both lists are written for the tokenizer of :mod:`neardup.text.normalize`:
-each entry is one word token after NFKC and case folding (so contractions appear as their
-pieces: "don't" is the tokens "don", "t").
+(see :mod:`neardup.methods.spotsigs.signatures`). Both lists are written for the tokenizer of
+:mod:`neardup.text.normalize`: each entry is one word token after NFKC and case folding (so
+contractions appear as their pieces: "don't" is the tokens "don", "t").
 
 Antecedents (13 words). The SpotSigs talk (Theobald, Siddharth and Paepcke, SIGIR 2008) names
 "the, that, {be}, {have}" as the stopwords whose occurrences tell running prose from navigation
