@@ -29,8 +29,6 @@ Speed: the kernel validates and unescapes strings 8 bytes at a time (a SWAR test
 
 from __future__ import annotations
 
-import sys
-
 import numba as nb
 import numpy as np
 from numba.core.cpu import CPUTargetOptions
@@ -53,9 +51,6 @@ _MAX_ID_DIGITS = 18
 
 
 _FAIL = -1
-
-
-BIG_ENDIAN = sys.byteorder == "big"
 
 
 _ONES = np.uint64(0x0101010101010101)

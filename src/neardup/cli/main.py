@@ -15,7 +15,7 @@ from .tune import tune_cmd
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="neardup")
 def main() -> None:
-    """Find near-duplicate documents: shingling, MinHash and LSH.
+    """Find near-duplicate documents: MinHash + LSH, SimHash, SpotSigs, I-Match and exact hashing.
 
     Run `neardup COMMAND --help` for the options of a command.
     """

@@ -1,4 +1,13 @@
-"""TODO: docstring."""
+"""Grouping equal exact keys: clusters, the pairs of a group, and the exact pre-pass.
+
+:func:`group_equal` turns keys into clusters (root = the first document with the key) by sorting;
+:func:`group_pairs` lists every pair inside the groups (quadratic in group size, for ``--pairs``).
+:class:`ExactGroups` and :class:`ExactPrepass` are the exact pre-pass every near-duplicate method
+gets from the engine: the first document of each group of identical normalized texts is the
+*representative* that goes through the method, and :class:`ExactGroups` spreads the method's
+result (roots, pairs, emptiness) back to every document. Equal keys mean equal normalized texts,
+hence equal features under every method, so the pre-pass never changes a result.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exact and I-Match fingerprints: one 128-bit key per document, equal keys = duplicates.
+"""Exact keys: one 128-bit key per document, equal keys = duplicates (and the pre-pass of every method).
 
 Everything here is batch-first (arrays in, arrays out), numba for the per-byte loops, and fully
 specified so that keys are the same on every process, platform and worker count. Golden tests
@@ -19,7 +19,7 @@ pin the values (``tests/test_exact.py``).
 **Exact key** of a text (:func:`exact_keys`)
     nd128 of the UTF-8 bytes of the text's *normalized form*, which is exactly
     ``neardup.text.normalize.char_stream(text, strip_punctuation=False)``: Unicode NFKC, case folding
-    (``str.casefold``), then per character with the class table of :mod:`neardup.text.normalize`: format
+    (``str.casefold``), then per character with the class table of :mod:`neardup._kernels.charclass`: format
     characters (class IGNORE: soft hyphen, zero-width space, ...) are dropped, every run of
     whitespace and other separators (classes SPACE and OTHER) becomes one space, and there is no
     space at either end. Letters, digits, ideographs, punctuation and symbols are kept as they are.
@@ -33,28 +33,7 @@ pin the values (``tests/test_exact.py``).
     A text whose normalized form is empty has the key :data:`EMPTY_KEY` (nd128 of ``b""``); the
     jobs treat such documents as empty: they never match anything.
 
-**I-Match** (Chowdhury, Frieder, Grossman, McCabe 2002) and its multi-lexicon variant
-(Kołcz, Chowdhury, Alspector 2004), over a collection of N documents:
-
-1. the terms of a document are its unique word tokens (:func:`neardup.text.normalize.tokenize` rules),
-   each as its 64-bit hash ``hash_str(token)`` (:func:`term_sets`);
-2. ``df(t)`` = number of documents of the collection that contain ``t`` (a first pass);
-3. the normalized IDF of a term is ``idf(t) = ln(N / df(t)) / ln(N)`` in [0, 1] (0: in every
-   document, 1: in one). A term is in the *lexicon* when ``lo <= idf(t) <= hi``, which for integer
-   ``df`` is computed exactly as ``df_lo <= df(t) <= df_hi`` (:func:`df_bounds`) with
-   ``df_lo = ceil(N**(1 - hi) * (1 - 1e-12))`` and ``df_hi = floor(N**(1 - lo) * (1 + 1e-12))``;
-   the 1e-12 keeps exact powers (N=100, lo=0.5: df <= 10) on the side the real-number definition
-   puts them. With N = 1 every term is in the lexicon;
-4. a document's I-Match signature is nd128 of the concatenated 8-byte little-endian hashes of
-   its lexicon terms, in ascending order (each term once). A document with fewer than
-   ``min_terms`` (default 1) lexicon terms has no signature and never matches;
-5. multi-lexicon with L lexicons: signature 0 uses the full lexicon (classic I-Match);
-   signature j = 1..L-1 uses the sub-lexicon of the terms ``t`` with
-   ``fmix64(t ^ salt_j) < floor(fraction * 2**64)`` (all terms when ``fraction == 1``), where
-   ``salt_j = splitmix64((seed + j * 0x9E3779B97F4A7C15) mod 2**64)``. Two documents match when
-   any of their L signatures agree (union-find over the L groupings), so recall can only grow with
-   L; their *similarity* is the share of the L lexicons under which their signatures agree (1.0
-   for every match of classic I-Match).
+I-Match signatures, also nd128 keys, are defined in :mod:`neardup.methods.imatch.signatures`.
 """
 
 from __future__ import annotations
@@ -101,7 +80,7 @@ def hash128_str(s: str) -> tuple[int, int]:
 def keys_from_encoded(data: np.ndarray, offsets: np.ndarray, raw: bool = False) -> np.ndarray:
     """Exact keys of documents already packed as UTF-8 ``(data, offsets)``.
 
-    For a caller that has run NFKC and case folding itself (e.g. ``shingles.encode_texts``):
+    For a caller that has run NFKC and case folding itself (e.g. :func:`neardup.text.shingles.encode_texts`):
     ``raw=False`` applies only the per-character step of the normalization.
     """
     out = np.empty((len(offsets) - 1, 2), dtype=np.uint64)

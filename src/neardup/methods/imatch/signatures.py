@@ -1,4 +1,30 @@
-"""TODO: docstring."""
+"""I-Match signatures: term sets, collection document frequencies, lexicon signatures, matches.
+
+**I-Match** (Chowdhury, Frieder, Grossman, McCabe 2002) and its multi-lexicon variant
+(Kołcz, Chowdhury, Alspector 2004), over a collection of N documents:
+
+1. the terms of a document are its unique word tokens (:func:`neardup.text.normalize.tokenize` rules),
+   each as its 64-bit hash ``hash_str(token)`` (:func:`term_sets`);
+2. ``df(t)`` = number of documents of the collection that contain ``t`` (a first pass);
+3. the normalized IDF of a term is ``idf(t) = ln(N / df(t)) / ln(N)`` in [0, 1] (0: in every
+   document, 1: in one). A term is in the *lexicon* when ``lo <= idf(t) <= hi``, which for integer
+   ``df`` is computed exactly as ``df_lo <= df(t) <= df_hi`` (:func:`df_bounds`) with
+   ``df_lo = ceil(N**(1 - hi) * (1 - 1e-12))`` and ``df_hi = floor(N**(1 - lo) * (1 + 1e-12))``;
+   the 1e-12 keeps exact powers (N=100, lo=0.5: df <= 10) on the side the real-number definition
+   puts them. With N = 1 every term is in the lexicon;
+4. a document's I-Match signature is nd128 of the concatenated 8-byte little-endian hashes of
+   its lexicon terms, in ascending order (each term once). A document with fewer than
+   ``min_terms`` (default 1) lexicon terms has no signature and never matches;
+5. multi-lexicon with L lexicons: signature 0 uses the full lexicon (classic I-Match);
+   signature j = 1..L-1 uses the sub-lexicon of the terms ``t`` with
+   ``fmix64(t ^ salt_j) < floor(fraction * 2**64)`` (all terms when ``fraction == 1``), where
+   ``salt_j = splitmix64((seed + j * 0x9E3779B97F4A7C15) mod 2**64)``. Two documents match when
+   any of their L signatures agree (union-find over the L groupings), so recall can only grow with
+   L; their *similarity* is the share of the L lexicons under which their signatures agree (1.0
+   for every match of classic I-Match).
+
+The kernels are in :mod:`neardup._kernels.imatch`; nd128 is defined in :mod:`neardup.methods.exact.keys`.
+"""
 
 from __future__ import annotations
 

@@ -351,7 +351,7 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
     Key of band ``j`` (0-based) of row ``i`` -- part of the stable format, pinned by golden tests:
     the band's slots ``values[i, j*r:(j+1)*r]`` are read as ``4r`` little-endian bytes and hashed
-    like ``_hash.hash_bytes`` but from the band's own start state::
+    like :func:`neardup._kernels.hashing.hash_bytes` but from the band's own start state::
 
         h = fmix64(SEED ^ j)
         for each 8-byte word w = v[2m] | v[2m+1] << 32 (an odd last slot: w = v[r-1]):
