@@ -57,6 +57,11 @@ _EXPORTS = {
     "HammingIndex": "index.hamming",
     "DedupResult": "api",
     "dedup": "api",
+    "LocalEngine": "engine.local",
+    "ReferenceEngine": "engine.reference",
+    "get_method": "methods.registry",
+    "method_names": "methods.registry",
+    "scheme_from_dict": "methods.registry",
 }
 
 __all__ = sorted(_EXPORTS)

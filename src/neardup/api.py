@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .core.parallel import MAX_WORKERS
-from .core.validation import Choice, Integer, Optional, check
+from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
 from .engine.local import LocalEngine
 from .io import ReadStats, read_documents
@@ -163,7 +163,7 @@ def dedup(
     workers = check("workers", workers, Optional(Integer(1, MAX_WORKERS)))
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
-        raise ValueError("give either engine or workers (the engine has its own workers)")
+        raise conflict("give either engine or workers (the engine has its own workers)")
     read_stats = ReadStats()
     first_pass = [True]
 

@@ -221,9 +221,7 @@ def build_config(ctx: click.Context, method: str, params: dict[str, Any]) -> Met
                     params["ngram"], params["char_ngram"], params["strip_punctuation"], cls.default_of(f)
                 )
             continue
-        name = (
-            (cli.flag or f.name).lstrip("-").replace("-", "_") if not isinstance(spec.constraint, Boolean) else f.name
-        )
+        name = _field_options(cls, f, spec)[0][0]
         if not _given(ctx, name):
             continue
         value = params[name]
@@ -255,6 +253,8 @@ class MethodCommand(click.Command):
                 if spec.cli is None:
                     continue
                 for name, *_ in _field_options(cls, f, spec):
+                    if name not in params:  # a method registered after this command was made
+                        continue
                     record = params[name].get_help_record(ctx)
                     text = by_name[name].helps[method]
                     rows.append((record[0], text[:1].upper() + text[1:] + "."))

@@ -18,7 +18,15 @@ from ..core.schemes import scheme_from_dict as _scheme_from_dict
 from ..core.validation import ParameterError
 from .base import MethodConfig
 
-__all__ = ["DEFAULT_METHOD", "get_method", "method_names", "register", "scheme_from_dict"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "config_from_dict",
+    "config_to_dict",
+    "get_method",
+    "method_names",
+    "register",
+    "scheme_from_dict",
+]
 
 DEFAULT_METHOD = "minhash"
 
