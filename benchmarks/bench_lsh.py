@@ -154,7 +154,7 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     sigs = mh.sign_hashed(tokens, offsets)
     qsigs = [mh.sign_hashed(q, np.array([0, len(q)])) for q in q_sets]
     del tokens
-    warm = LSHIndex(threshold=THRESHOLD, num_perm=K)  # compile the kernels outside the timing
+    warm = LSHIndex(threshold=THRESHOLD, num_perm=K, workers=2)  # compile the kernels outside the timing
     warm.add(list(range(1000)), sigs[:1000])
     warm.query(qsigs[0])
     qmatrix = np.vstack([q.values for q in qsigs])
@@ -162,7 +162,7 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     keys = list(range(len(sigs)))
     before = rss_mb()
     t0 = time.perf_counter()
-    index = LSHIndex(threshold=THRESHOLD, num_perm=K)
+    index = LSHIndex(threshold=THRESHOLD, num_perm=K, workers=2)
     index.add(keys, sigs)
     build = time.perf_counter() - t0
     grown = rss_mb() - before
