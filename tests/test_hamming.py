@@ -222,7 +222,7 @@ def test_index_validation_and_keys():
         index.add(["y"], fps[:2])
     with pytest.raises(ValueError, match="128-bit"):
         index.add(["y"], np.array([1], dtype=np.uint64))
-    with pytest.raises(ValueError, match="min_similarity must be >= 0.984375 for this index"):
+    with pytest.raises(ValueError, match=r"min_similarity must be >= 0\.984375 for this index"):
         index.query(fps[0], min_similarity=1 - 3 / 128)
     assert index.query(fps[3])[0] == ("d", 1.0)
     assert list(index) == list("abcdefghij") and "HammingIndex" in repr(index)
