@@ -658,7 +658,7 @@ def test_sorted_runs_directories_after_appends_merges_and_compaction():
     for size in [1, 2, 3, 50, 7, 1, 400, 5, 5, 5]:
         keys = rng.integers(0, 2**64 - 1, size=(size, 3), dtype=np.uint64, endpoint=True)
         keys[: min(size, 3)] = extremes[: min(size, 3)]
-        t.append(keys, np.arange(n, n + size, dtype=np.uint32))
+        t.append(keys.T, np.arange(n, n + size, dtype=np.uint32))
         n += size
         _check_tables(t)
     remap = np.where(rng.random(n) < 0.5, 1, -1)

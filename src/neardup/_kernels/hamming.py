@@ -218,13 +218,13 @@ def brute(words, k):
 # the index (HammingIndex: one SortedRuns table per permuted table, see runs.py)
 @nb.njit(cache=True, nogil=True)
 def index_keys(words, kstart, ksize, nkept, keybits, out):
-    """``out[i, t]``: the key of fingerprint i in table t, its ``keybits[t]`` bits at the top of the
+    """``out[t, i]``: the key of fingerprint i in table t, its ``keybits[t]`` bits at the top of the
     uint64 (so that the leading bits of a key, which the bucket directories split on, are bits of
     the fingerprint rather than zeros)."""
-    for i in range(words.shape[0]):
-        for t in range(kstart.shape[0]):
-            key = _key(words[i], kstart[t], ksize[t], nkept[t], keybits[t])
-            out[i, t] = key << np.uint64(64 - keybits[t])
+    for t in range(kstart.shape[0]):
+        shift = np.uint64(64 - keybits[t])
+        for i in range(words.shape[0]):
+            out[t, i] = _key(words[i], kstart[t], ksize[t], nkept[t], keybits[t]) << shift
 
 
 @nb.njit(cache=True, nogil=True)

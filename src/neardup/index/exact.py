@@ -108,7 +108,7 @@ class ExactIndex:
             self._words = grown
         self._words[first:n_new] = words
         rows = (np.flatnonzero(indexed) + first).astype(np.uint32)
-        self._tables.append(np.ascontiguousarray(words[indexed, :1]), rows)
+        self._tables.append(words[indexed, 0][None, :], rows)
 
     def remove(self, keys: Iterable[Hashable]) -> None:
         """Remove the rows of ``keys``; an unknown key raises ``KeyError`` (nothing removed)."""

@@ -97,6 +97,7 @@ class HammingIndex:
         self._indexed = np.zeros(0, dtype=np.bool_)  # stored rows that are in the tables (not empty)
         self._rows = RowKeys()
         self._set_plan(self._fixed_blocks if self._fixed_blocks is not None else choose_blocks(self._bits, self._k, 1))
+        self._refresh()
 
     @classmethod
     def from_config(cls, config: SimHashConfig, *, workers: int = 1) -> HammingIndex:
@@ -168,20 +169,20 @@ class HammingIndex:
             self._scheme = fps.scheme
         first = self._rows.append(keys)
         self._store(first, words, ~empty)
-        if self._fixed_blocks is None:
-            m = choose_blocks(self._bits, self._k, len(self._rows))
-            if m != self._plan.blocks:
-                self._set_plan(m)
-                self._rebuild()
-                return
-        rows = np.flatnonzero(~empty) + first
-        self._tables.append(self._keys_of(words[~empty]), rows.astype(np.uint32))
+        m = self._fixed_blocks if self._fixed_blocks is not None else choose_blocks(self._bits, self._k, len(self))
+        if m != self._plan.blocks:
+            self._set_plan(m)
+            self._rebuild()
+        else:
+            self._append(np.ascontiguousarray(words[~empty]), np.flatnonzero(~empty) + first)
+        self._refresh()
 
     def remove(self, keys: Iterable[Hashable]) -> None:
         """Remove the fingerprints of ``keys``; an unknown key raises ``KeyError`` (nothing removed)."""
         self._rows.remove(keys)
         if self._rows.should_compact():
             self._compact()
+        self._refresh()
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -195,38 +196,13 @@ class HammingIndex:
         words = self._words(fp, single=True)
         if words.shape[0] != 1:
             raise ParameterError(f"fp must be one fingerprint, got {words.shape[0]}; use query_batch")
-        return self.query_batch(words, min_similarity=min_similarity, limit=limit)[0]
+        return self._search(words, min_similarity, limit)[0]
 
     def query_batch(
         self, fps: Any, *, min_similarity: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
         """``[query(fp) for fp in fps]``, in one kernel call."""
-        words = self._words(fps)
-        kq = self._distance_for(min_similarity)
-        kstart, ksize, nkept, keybits, kmask, bstart, bsize = self._arrays
-        t = self._tables
-        rk = self._rows
-        offsets, rows, dist = query_kernel(
-            words,
-            kq,
-            t.keys,
-            t.ids,
-            t.dirs,
-            t.runs,
-            kstart,
-            ksize,
-            nkept,
-            keybits,
-            kmask,
-            bstart,
-            bsize,
-            self._fps,
-            rk.alive,
-            check_limit(limit),
-        )
-        found = list(zip(rk.lookup(rows), (1.0 - dist / self._bits).tolist()))
-        bounds = offsets.tolist()
-        return [found[a:b] for a, b in itertools.pairwise(bounds)]
+        return self._search(self._words(fps), min_similarity, limit)
 
     def pairs(self, *, min_similarity: float | None = None) -> list[tuple[Hashable, Hashable, float]]:
         """Every pair of stored keys within the distance of ``min_similarity`` (default: the
@@ -242,6 +218,18 @@ class HammingIndex:
         return list(zip(keys_a, keys_b, (1.0 - d / self._bits).tolist()))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _search(self, words: np.ndarray, min_similarity: Any, limit: Any) -> list[list[Match]]:
+        kq = self._distance_for(min_similarity)
+        offsets, rows, dist = query_kernel(words, kq, *self._kernel_args, check_limit(limit))
+        bits = self._bits
+        found = list(zip(self._rows.lookup(rows), [1.0 - d / bits for d in dist.tolist()]))
+        return [found[a:b] for a, b in itertools.pairwise(offsets.tolist())]
+
+    def _refresh(self) -> None:
+        """Gather the arrays of the query kernel (after every change)."""
+        t = self._tables
+        self._kernel_args = (t.keys, t.ids, t.dirs, t.runs, *self._arrays, self._fps, self._rows.alive)
 
     def _distance_for(self, min_similarity: Any) -> int:
         """The largest distance d with similarity ``1 - d / bits >= min_similarity``."""
@@ -286,21 +274,22 @@ class HammingIndex:
         self._arrays = self._plan.arrays()
         self._tables = SortedRuns(len(self._plan.tables), workers=self._workers)
 
-    def _keys_of(self, words: np.ndarray) -> np.ndarray:
-        """The (n, T) table keys of fingerprints, on ``workers`` threads for large batches."""
+    def _append(self, words: np.ndarray, rows: np.ndarray) -> None:
+        """Add fingerprints ``words`` of ``rows`` to the tables as a new run; for large batches the
+        keys are computed on ``workers`` threads, a group of tables each."""
         kstart, ksize, nkept, keybits = self._arrays[:4]
-        out = np.empty((words.shape[0], kstart.shape[0]), dtype=np.uint64)
-        n = words.shape[0]
-        if n < PARALLEL_ROWS or self._workers == 1:
-            index_keys(words, kstart, ksize, nkept, keybits, out)
-            return out
-        step = max(PARALLEL_ROWS // 4, -(-n // self._workers))
+        tables = kstart.shape[0]
+        workers = self._workers if words.shape[0] >= PARALLEL_ROWS else 1
+        step = -(-tables // workers)
 
-        def chunk(lo: int) -> None:
-            index_keys(words[lo : lo + step], kstart, ksize, nkept, keybits, out[lo : lo + step])
+        def fill(out: np.ndarray) -> None:
+            def group(lo: int) -> None:
+                hi = lo + step
+                index_keys(words, kstart[lo:hi], ksize[lo:hi], nkept[lo:hi], keybits[lo:hi], out[lo:hi])
 
-        run_each(chunk, range(0, n, step), self._workers)
-        return out
+            run_each(group, range(0, tables, step), workers)
+
+        self._tables.append_filled(fill, rows.astype(np.uint32))
 
     def _store(self, first: int, words: np.ndarray, indexed: np.ndarray) -> None:
         n_new = first + words.shape[0]
@@ -319,7 +308,7 @@ class HammingIndex:
         self._tables = SortedRuns(len(self._plan.tables), workers=self._workers)
         n = self._rows.n
         rows = np.flatnonzero(self._rows.alive[:n] & self._indexed[:n])
-        self._tables.append(self._keys_of(np.ascontiguousarray(self._fps[rows])), rows.astype(np.uint32))
+        self._append(np.ascontiguousarray(self._fps[rows]), rows)
 
     def _compact(self) -> None:
         """Drop removed rows: renumber rows densely (keeping insertion order); the tables are

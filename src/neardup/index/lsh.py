@@ -207,7 +207,7 @@ class LSHIndex:
         banded = ~empty & (values != EMPTY_VALUE).any(axis=1)
         if not banded.all():  # empty sets are stored but never banded
             row_keys, row_ids = row_keys[banded], row_ids[banded]
-        self._tables.append(row_keys, row_ids)
+        self._tables.append(row_keys.T, row_ids)
         self._refresh_kernel_args()
 
     def remove(self, keys: Iterable[Hashable]) -> None:

@@ -84,21 +84,34 @@ class SortedRuns:
         """Entries per table."""
         return int(self.bounds[-1])
 
-    def append(self, row_keys: np.ndarray, row_ids: np.ndarray) -> None:
-        """Add rows with their keys (uint64, shape (n, T)) and ids (uint32[n]) as a new run, then
-        merge runs."""
-        n = row_keys.shape[0]
-        if row_keys.ndim != 2 or row_keys.shape[1] != self.tables or row_ids.shape != (n,):
+    def append(self, keys: np.ndarray, row_ids: np.ndarray) -> None:
+        """Add n rows as a new run, then merge runs: ``keys[t, i]`` (uint64, shape (T, n), any
+        strides) is the key of row ``row_ids[i]`` (uint32[n]) in table t."""
+        if keys.shape != (self.tables, row_ids.shape[0]):
             raise ParameterError(
-                f"row_keys must be of shape (n, {self.tables}) with n row ids, got {row_keys.shape} and {row_ids.shape}"
+                f"keys must be of shape ({self.tables}, n) for n row ids, got {keys.shape} for {row_ids.shape}"
             )
+        self._append(row_ids, keys, None)
+
+    def append_filled(self, fill: Callable[[np.ndarray], None], row_ids: np.ndarray) -> None:
+        """``append`` with the keys written by ``fill(out)`` straight into the storage: ``out`` is
+        the (T, n) block of the new run (a strided view), so no (T, n) batch of keys is copied."""
+        self._append(row_ids, None, fill)
+
+    def _append(self, row_ids: np.ndarray, keys: np.ndarray | None, fill: Callable | None) -> None:
+        if row_ids.ndim != 1 or row_ids.dtype != np.uint32:
+            raise ParameterError(f"row_ids must be uint32[n], got {row_ids.dtype} of shape {row_ids.shape}")
+        n = row_ids.shape[0]
         if n == 0:
             return
         self._reserve(self.size + n)
         lo, hi = self.size, self.size + n
+        if fill is not None:
+            fill(self.keys[:, lo:hi])
 
         def sort_table(j: int) -> None:
-            self.keys[j, lo:hi] = row_keys[:, j]
+            if keys is not None:
+                self.keys[j, lo:hi] = keys[j]
             self.ids[j, lo:hi] = row_ids
             radix_sort_with(self.keys[j, lo:hi], self.ids[j, lo:hi])
 
