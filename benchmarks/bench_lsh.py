@@ -9,7 +9,7 @@ half are near-duplicates of indexed sets (3 of 32 tokens replaced, Jaccard 29/35
 half are new random sets. Each tool runs in its own subprocess, one after the other, pinned to
 one CPU with one numba/BLAS thread:
 
-* **neardup** ``LSHIndex(threshold=0.8, num_perm=128)``: signatures from ``MinHasher.sign_hashed``
+* **neardup** ``LSHIndex(threshold=0.8, num_perm=128, workers=2)``: signatures from ``MinHasher.sign_hashed``
   (not timed), one ``add(keys, signatures)`` (timed: the build), ``query(row, min_similarity=0.0)``
   per query (every candidate, with its estimate, like the peers' candidate lists); the default
   ``query(row)``, which keeps only candidates whose estimate reaches 0.8, is timed too.

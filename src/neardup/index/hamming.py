@@ -63,7 +63,8 @@ class HammingIndex:
     config's. Each table is a :class:`~neardup.index.runs.SortedRuns` table of keys (the kept
     blocks' bits, at most 64) with the row of each; ``remove`` marks rows dead and compacts
     when more than half are. Memory: 8 * W bytes per fingerprint plus 14 to 16 bytes per
-    fingerprint and table (C(m, k) tables).
+    fingerprint and table (C(m, k) tables). Not safe for concurrent ``add``/``remove``;
+    concurrent queries are fine.
 
     >>> index = HammingIndex(bits=64, max_distance=3)
     >>> index.add(["a", "b", "c"], np.array([0b1111, 0b0111, 2**40], dtype=np.uint64))

@@ -30,7 +30,7 @@ from ..core.validation import (
     check_real,
     conflict,
 )
-from ..methods.minhash.config import MAX_NUM_PERM, MinHashConfig
+from ..methods.minhash.config import DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NUM_PERM, MinHashConfig
 from ..methods.minhash.lsh import DEFAULT_FN_WEIGHT, DEFAULT_FP_WEIGHT, LSHParams, params_for
 from ..methods.minhash.scheme import MinHashScheme, Signatures
 from .base import Match, check_empty, check_limit, check_similarity
@@ -61,7 +61,8 @@ class LSHIndex:
     Args:
         threshold: the Jaccard similarity the banding targets, in (0, 1]; the default
             ``min_similarity`` (a threshold of 1.0 bands like 0.999).
-        num_perm: K, the signature length; defaults to ``scheme.num_perm``, else 128.
+        num_perm: K, the signature length; defaults to ``scheme.num_perm``, else 128 (the
+            defaults are ``MinHashConfig``'s).
         bands, rows: set the banding by hand (see ``params_for``).
         fp_weight, fn_weight: weights for ``optimal_params``.
         scheme: the ``MinHashScheme`` of the signatures; if ``None`` it is taken from the first
@@ -74,7 +75,8 @@ class LSHIndex:
 
     Memory: 4 * K bytes per row for the signatures, 14 to 16 bytes per row and band for the tables
     (12 for the sorted keys and row ids, 2 to 4 for their bucket directories) and, while every
-    key is an ``int``, 8 bytes per row for a copy of the keys.
+    key is an ``int``, 8 bytes per row for a copy of the keys. Not safe for concurrent
+    ``add``/``remove``; concurrent queries are fine.
 
     >>> rng = np.random.default_rng(0)
     >>> sigs = rng.integers(0, 2**32 - 1, size=(3, 128), dtype=np.uint32)
@@ -87,7 +89,7 @@ class LSHIndex:
 
     def __init__(
         self,
-        threshold: float = 0.8,
+        threshold: float = DEFAULT_THRESHOLD,
         num_perm: int | None = None,
         *,
         bands: int | None = None,
@@ -103,7 +105,7 @@ class LSHIndex:
                 num_perm = scheme.num_perm
             elif num_perm != scheme.num_perm:
                 raise conflict(f"num_perm={num_perm} disagrees with scheme.num_perm={scheme.num_perm}")
-        self._num_perm = check_int("num_perm", 128 if num_perm is None else num_perm, 1, MAX_NUM_PERM)
+        self._num_perm = check_int("num_perm", DEFAULT_NUM_PERM if num_perm is None else num_perm, 1, MAX_NUM_PERM)
         self._threshold = check_real("threshold", threshold, 0.0, 1.0, low_open=True)
         bands = check("bands", bands, Optional(Integer(1, self._num_perm)))
         rows = check("rows", rows, Optional(Integer(1, self._num_perm)))
