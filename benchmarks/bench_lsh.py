@@ -9,7 +9,7 @@ half are near-duplicates of indexed sets (3 of 32 tokens replaced, Jaccard 29/35
 half are new random sets. Each tool runs in its own subprocess, one after the other, pinned to
 one CPU with one numba/BLAS thread:
 
-* **neardup** ``LSHIndex(threshold=0.8, num_perm=128)``: signatures from ``MinHasher.sign_hashed``
+* **neardup** ``LSHIndex(threshold=0.8, num_perm=128, workers=2)``: signatures from ``MinHasher.sign_hashed``
   (not timed), one ``add(keys, signatures)`` (timed: the build), ``query(row, min_similarity=0.0)``
   per query (every candidate, with its estimate, like the peers' candidate lists); the default
   ``query(row)``, which keeps only candidates whose estimate reaches 0.8, is timed too.
@@ -154,7 +154,7 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     sigs = mh.sign_hashed(tokens, offsets)
     qsigs = [mh.sign_hashed(q, np.array([0, len(q)])) for q in q_sets]
     del tokens
-    warm = LSHIndex(threshold=THRESHOLD, num_perm=K)  # compile the kernels outside the timing
+    warm = LSHIndex(threshold=THRESHOLD, num_perm=K, workers=2)  # compile the kernels outside the timing
     warm.add(list(range(1000)), sigs[:1000])
     warm.query(qsigs[0])
     qmatrix = np.vstack([q.values for q in qsigs])
@@ -162,7 +162,7 @@ def worker_neardup(args, tokens, offsets, q_sets, q_source) -> dict:
     keys = list(range(len(sigs)))
     before = rss_mb()
     t0 = time.perf_counter()
-    index = LSHIndex(threshold=THRESHOLD, num_perm=K)
+    index = LSHIndex(threshold=THRESHOLD, num_perm=K, workers=2)
     index.add(keys, sigs)
     build = time.perf_counter() - t0
     grown = rss_mb() - before

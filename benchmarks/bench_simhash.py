@@ -155,8 +155,8 @@ def load(path: Path, limit: int | None = None, field: str = "text") -> list:
 def bench_all_pairs(n: int, repeats: int) -> None:
     fps, near, decoys = planted_fingerprints(n)
     all_pairs(fps[:5000], 3)  # compile
-    HammingIndex(max_distance=3).add(range(100), fps[:100])
-    HammingIndex(max_distance=3, blocks=5).add(range(100), fps[:100])
+    HammingIndex(bits=64, max_distance=3).add(range(100), fps[:100])
+    HammingIndex(bits=64, max_distance=3, blocks=5).add(range(100), fps[:100])
     seconds, (a, b, d) = median_time(lambda: all_pairs(fps, 3), repeats)
     found = set(zip(a.tolist(), b.tolist()))
     real = np.bitwise_count(fps[a] ^ fps[b])

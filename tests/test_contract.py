@@ -306,10 +306,8 @@ def test_scheme_and_config_round_trip(config):
 
 
 def _has_index(config: MethodConfig) -> bool:
-    try:
-        from neardup.index import index_for
-    except ImportError:  # TODO(merge): index_for arrives with the index contract
-        return False
+    from neardup.index import index_for
+
     try:
         index_for(config)
     except (NotImplementedError, ValueError):

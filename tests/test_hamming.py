@@ -161,6 +161,11 @@ def brute_query(fps, alive_rows, q, k):
     return sorted((dd, r) for dd, r in d if dd <= k)
 
 
+def distances(results, bits):
+    """Index results (key, 1 - d / bits) as (d, key)."""
+    return [(round((1 - s) * bits), key) for key, s in results]
+
+
 @pytest.mark.parametrize("bits,k,blocks", [(64, 3, None), (64, 5, 7), (128, 4, None), (128, 8, 10)])
 def test_index_add_query_remove_vs_brute_force(bits, k, blocks):
     fps = planted(1200, bits, seed=k + bits)
@@ -172,19 +177,19 @@ def test_index_add_query_remove_vs_brute_force(bits, k, blocks):
     queries = rng.choice(1200, 60, replace=False)
     got = index.query_batch(fps[queries])
     for q, res in zip(queries, got):
-        assert [(d, r) for r, d in res] == brute_query(fps, range(1200), fps[q], k)
+        assert distances(res, bits) == brute_query(fps, range(1200), fps[q], k)
+        assert all(s == 1 - d / bits for (_, s), (d, _) in zip(res, distances(res, bits)))
     removed = rng.choice(1200, 400, replace=False).tolist()
     index.remove(removed)
     alive = sorted(set(range(1200)) - set(removed))
     for q in queries[:30]:
-        assert [(d, r) for r, d in index.query(fps[q])] == brute_query(fps, alive, fps[q], k)
-        small = index.query(fps[q], max_distance=1)
-        assert [(d, r) for r, d in small] == brute_query(fps, alive, fps[q], 1)
+        assert distances(index.query(fps[q]), bits) == brute_query(fps, alive, fps[q], k)
+        small = index.query(fps[q], min_similarity=1 - 1 / bits)
+        assert distances(small, bits) == brute_query(fps, alive, fps[q], 1)
     pairs = index.pairs()
     ba, bb, bd = brute_force_pairs(fps[alive], k)
-    assert {(a, b, d) for a, b, d in pairs} == {
-        (alive[i], alive[j], d) for i, j, d in zip(ba.tolist(), bb.tolist(), bd.tolist())
-    }
+    assert set(pairs) == {(alive[i], alive[j], 1 - d / bits) for i, j, d in zip(ba.tolist(), bb.tolist(), bd.tolist())}
+    assert len(pairs) == len(ba)
 
 
 def test_index_compaction_and_plan_growth():
@@ -197,10 +202,10 @@ def test_index_compaction_and_plan_growth():
     index.remove([f"k{i}" for i in range(3500)])  # more than half: compacts
     assert len(index) == 2500 and "k10" not in index
     q = fps[4000]
-    want = [(f"k{r}", d) for d, r in brute_query(fps, range(3500, 6000), q, 3)]
+    want = [(f"k{r}", 1 - d / 64) for d, r in brute_query(fps, range(3500, 6000), q, 3)]
     assert index.query(q) == want
     index.add(["again"], fps[4000:4001])
-    assert ("again", 0) in index.query(q)
+    assert ("again", 1.0) in index.query(q)
 
 
 def test_index_validation_and_keys():
@@ -217,9 +222,9 @@ def test_index_validation_and_keys():
         index.add(["y"], fps[:2])
     with pytest.raises(ValueError, match="128-bit"):
         index.add(["y"], np.array([1], dtype=np.uint64))
-    with pytest.raises(ValueError, match="max_distance"):
-        index.query(fps[0], max_distance=3)
-    assert index.query(fps[3])[0] == ("d", 0)
+    with pytest.raises(ValueError, match=r"min_similarity must be >= 0\.984375 for this index"):
+        index.query(fps[0], min_similarity=1 - 3 / 128)
+    assert index.query(fps[3])[0] == ("d", 1.0)
     assert list(index) == list("abcdefghij") and "HammingIndex" in repr(index)
     with pytest.raises(ValueError, match="max_distance"):
         HammingIndex(bits=64, max_distance=-1)
@@ -234,7 +239,7 @@ def test_index_scheme_checks():
 
     with pytest.raises(IncompatibleSketchError):
         index.query(b)
-    assert index.query(a[0])[0] == (1, 0)
+    assert index.query(a[0])[0] == (1, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------

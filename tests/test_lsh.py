@@ -447,7 +447,7 @@ def test_compaction_keeps_results_and_order():
     index.remove(gone)
     for k in gone:
         del model[k]
-    assert len(index._keys) == len(model)  # compacted: removed rows are gone from storage
+    assert index._rows.n == len(model)  # compacted: removed rows are gone from storage
     assert list(index) == list(model)
     for q in _queries(rng, rows, 30):
         assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
@@ -602,8 +602,8 @@ def test_random_operation_sequences_match_the_model(data):
 # ---------------------------------------------------------------------------------------------
 # LSHIndex internals: the bucket directory of each run, the single-query fast paths
 
-from neardup._kernels.lsh import fill_directory  # noqa: E402
-from neardup.index.runs import BandTables  # noqa: E402
+from neardup._kernels.runs import fill_directory  # noqa: E402
+from neardup.index.runs import SortedRuns  # noqa: E402
 
 
 def _directory_reference(keys: np.ndarray, bits: int) -> np.ndarray:
@@ -634,7 +634,7 @@ def test_directory_matches_its_definition(keys, bits):
     np.testing.assert_array_equal(out, _directory_reference(keys, bits))
 
 
-def _check_tables(t: BandTables) -> None:
+def _check_tables(t: SortedRuns) -> None:
     """Every run is sorted per band and its directory matches the definition."""
     assert t.runs.shape[0] == t.bounds.shape[0] - 1
     start = 0
@@ -649,16 +649,16 @@ def _check_tables(t: BandTables) -> None:
         start = s + 2**bits + 1
 
 
-def test_band_tables_directories_after_appends_merges_and_compaction():
+def test_sorted_runs_directories_after_appends_merges_and_compaction():
     rng = np.random.default_rng(0)
-    t = BandTables(3)
+    t = SortedRuns(3)
     _check_tables(t)
     extremes = np.array([[0, MASK, 0], [MASK, 0, MASK], [0, 0, 0]], dtype=np.uint64)
     n = 0
     for size in [1, 2, 3, 50, 7, 1, 400, 5, 5, 5]:
         keys = rng.integers(0, 2**64 - 1, size=(size, 3), dtype=np.uint64, endpoint=True)
         keys[: min(size, 3)] = extremes[: min(size, 3)]
-        t.append(keys, np.arange(n, n + size, dtype=np.uint32))
+        t.append(keys.T, np.arange(n, n + size, dtype=np.uint32))
         n += size
         _check_tables(t)
     remap = np.where(rng.random(n) < 0.5, 1, -1)
@@ -726,7 +726,7 @@ def test_keys_of_every_kind_over_runs_removals_and_compaction(keys_kind):
     index.remove(gone)  # more than half: compacts
     for k in gone:
         del model[k]
-    assert index._n == len(model)  # compacted: no removed rows left
+    assert index._rows.n == len(model)  # compacted: no removed rows left
     back = gone[:50]
     index.add(back, np.array([rows[keys.index(k)] for k in back]))
     model.update((k, rows[keys.index(k)]) for k in back)
@@ -792,12 +792,12 @@ def test_int_keys_live_in_an_array_until_another_key_comes():
     rows = _dataset(81, n=300)[:300]
     index = LSHIndex(0.6, K, bands=B, rows=R)
     index.add(range(200), rows[:200])
-    assert index._keys is None and not gc.is_tracked(index._ids)
+    assert index._rows.keys is None and not gc.is_tracked(index._rows.ids)
     index.remove(range(0, 200, 3))
     model = {i: rows[i] for i in range(200) if i % 3}
     index.add([f"s{i}" for i in range(200, 300)], rows[200:])
     model.update((f"s{i}", rows[i]) for i in range(200, 300))
-    assert len(index._keys) == 300 and list(index) == list(model)
+    assert len(index._rows.keys) == 300 and list(index) == list(model)
     for q in _queries(np.random.default_rng(81), rows, 30):
         assert index.query(q, min_similarity=0.0) == _brute_query(model, q, 0.0)
     assert 0 not in index and 1 in index and "s250" in index

@@ -55,6 +55,8 @@ _EXPORTS = {
     "IMatchConfig": "methods.imatch.config",
     "LSHIndex": "index.lsh",
     "HammingIndex": "index.hamming",
+    "ExactIndex": "index.exact",
+    "index_for": "index",
     "DedupResult": "api",
     "dedup": "api",
     "LocalEngine": "engine.local",

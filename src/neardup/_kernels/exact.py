@@ -1,11 +1,12 @@
-"""nd128, and the kernels that group equal keys for the exact method and its pre-pass.
+"""nd128, and the kernels that group equal keys for the exact method, its pre-pass and its index.
 
 :func:`keys_kernel` computes nd128, two 64-bit lanes over the same 8-byte words (lane A is nd64,
 :mod:`neardup._kernels.hashing`), of every document's normalized or raw bytes; nd128 and the exact
 key of a text are defined in :mod:`neardup.methods.exact.keys`. :func:`pairs_within` and
 :func:`cross` list the pairs of groups of equal keys, and :func:`admit_kernel` and
 :func:`rehash_kernel` keep the open-addressing table of the keys seen so far, for the streaming
-exact pre-pass (:mod:`neardup.methods.exact.groups`). The lanes also make the I-Match signatures
+exact pre-pass (:mod:`neardup.methods.exact.groups`). The queries of
+:class:`neardup.index.exact.ExactIndex` are here too. The lanes also make the I-Match signatures
 (:mod:`neardup._kernels.imatch`).
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .charclass import IGNORE, OTHER, SPACE
 from .hashing import P1, P2, SEED, fmix64, rotl64
+from .runs import equal_range
 from .shingles import decode
 
 # --------------------------------------------------------------------------------------------
@@ -200,3 +202,38 @@ def rehash_kernel(slots, reps, old_slots, old_reps):
         if old_reps[j] >= 0:
             h = _find_slot(slots, reps, old_slots[j, 0], old_slots[j, 1])
             slots[h, 0], slots[h, 1], reps[h] = old_slots[j, 0], old_slots[j, 1], old_reps[j]
+
+
+# --------------------------------------------------------------------------------------------
+# the index (ExactIndex: one SortedRuns table keyed by word 0 of the keys, see runs.py)
+@nb.njit(cache=True, nogil=True)
+def index_query_kernel(qkeys, keys, ids, dirs, runs, words, alive, limit):
+    """The live rows whose 128-bit key (``words[row]``) equals each query key ``qkeys[q]``, as
+    ``(offsets, rows)``: query q's rows are ``rows[offsets[q]:offsets[q + 1]]``, ascending, at
+    most ``limit`` of them (``limit < 0``: all). Table 0 holds word 0 of the stored keys; an
+    equal word 0 is verified by word 1."""
+    nq = qkeys.shape[0]
+    offsets = np.zeros(nq + 1, dtype=np.int64)
+    out = np.empty(max(16, nq), dtype=np.int64)
+    n = 0
+    for qi in range(nq):
+        w0 = qkeys[qi, 0]
+        w1 = qkeys[qi, 1]
+        start = n
+        for r in range(runs.shape[0]):
+            a, b = equal_range(keys, dirs, runs, 0, r, w0)
+            for p in range(a, b):
+                row = np.int64(ids[0, p])
+                if alive[row] and words[row, 1] == w1:
+                    if n == out.shape[0]:
+                        bigger = np.empty(2 * n, dtype=np.int64)
+                        bigger[:n] = out
+                        out = bigger
+                    out[n] = row
+                    n += 1
+        if n - start > 1:
+            out[start:n] = np.sort(out[start:n])
+        if limit >= 0 and n - start > limit:
+            n = start + limit
+        offsets[qi + 1] = n
+    return offsets, out[:n]

@@ -2,9 +2,9 @@
 
 Bit helpers (popcount, a table's key, the blocks where two fingerprints differ, the first table
 that reports a pair); the batch all-pairs by permuted tables (:func:`table_entries`,
-:func:`scan_table`, :func:`expand`) and its brute-force reference (:func:`brute`); the keys,
-sorted runs and probes of the index (:func:`index_keys`, :func:`sort_run`, :func:`query_kernel`).
-The scheme (blocks, tables, which table reports a pair) is described in
+:func:`scan_table`, :func:`expand`) and its brute-force reference (:func:`brute`); the keys and
+probes of the index, whose tables are :class:`neardup.index.runs.SortedRuns` (:func:`index_keys`,
+:func:`query_kernel`). The scheme (blocks, tables, which table reports a pair) is described in
 :mod:`neardup.methods.simhash.search`; the index is :class:`neardup.index.hamming.HammingIndex`.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .sorting import radix_sort_with
+from .runs import equal_range
 
 _M1 = np.uint64(0x5555555555555555)
 
@@ -222,46 +222,44 @@ def brute(words, k):
 
 
 # ---------------------------------------------------------------------------------------------
-# the index (:class:`neardup.index.hamming.HammingIndex`)
+# the index (HammingIndex: one SortedRuns table per permuted table, see runs.py)
 @nb.njit(cache=True, nogil=True)
 def index_keys(words, kstart, ksize, nkept, keybits, out):
+    """``out[t, i]``: the key of fingerprint i in table t, its ``keybits[t]`` bits at the top of the
+    uint64 (so that the leading bits of a key, which the bucket directories split on, are bits of
+    the fingerprint rather than zeros)."""
     for t in range(kstart.shape[0]):
+        shift = np.uint64(64 - keybits[t])
         for i in range(words.shape[0]):
-            out[t, i] = _key(words[i], kstart[t], ksize[t], nkept[t], keybits[t])
+            out[t, i] = _key(words[i], kstart[t], ksize[t], nkept[t], keybits[t]) << shift
 
 
 @nb.njit(cache=True, nogil=True)
-def sort_run(keys, rows, lo, hi):
-    """Sort keys[t, lo:hi] (with rows) for every table t."""
-    for t in range(keys.shape[0]):
-        radix_sort_with(keys[t, lo:hi], rows[t, lo:hi])
+def query_kernel(
+    q_words, kmax, keys, ids, dirs, runs, kstart, ksize, nkept, keybits, kmask, bstart, bsize, fps, alive, limit
+):
+    """The stored fingerprints within ``kmax`` of each query row, as ``(offsets, rows, distances)``:
+    query q's results are ``offsets[q]:offsets[q + 1]``, by distance, then row ascending, at most
+    ``limit`` of them (``limit < 0``: all).
 
-
-@nb.njit(cache=True, nogil=True)
-def query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybits, kmask, bstart, bsize, fps, alive):
+    Each table is probed for the query's key (``index_keys``) in every run through the run's
+    directory; a live row with an equal key is a result when its distance is at most ``kmax`` and
+    the table is the pair's first table (``_first_table``), so every row is reported once.
+    """
     nq = q_words.shape[0]
     offsets = np.zeros(nq + 1, dtype=np.int64)
-    out_rows = np.empty(64, dtype=np.int64)
-    out_d = np.empty(64, dtype=np.int64)
+    codes = np.empty(64, dtype=np.int64)
     q = 0
     x_row = np.empty(fps.shape[1], dtype=np.uint64)
     for qi in range(nq):
         row = q_words[qi]
+        start = q
         for t in range(keys.shape[0]):
-            key = _key(row, kstart[t], ksize[t], nkept[t], keybits[t])
-            for r in range(bounds.shape[0] - 1):
-                lo, hi = bounds[r], bounds[r + 1]
-                # first position with keys >= key
-                a, b = lo, hi
-                while a < b:
-                    mid = (a + b) >> 1
-                    if keys[t, mid] < key:
-                        a = mid + 1
-                    else:
-                        b = mid
-                while a < hi and keys[t, a] == key:
-                    cand = rows[t, a]
-                    a += 1
+            key = _key(row, kstart[t], ksize[t], nkept[t], keybits[t]) << np.uint64(64 - keybits[t])
+            for r in range(runs.shape[0]):
+                a, b = equal_range(keys, dirs, runs, t, r, key)
+                for p in range(a, b):
+                    cand = np.int64(ids[t, p])
                     if not alive[cand]:
                         continue
                     d = 0
@@ -272,11 +270,18 @@ def query_kernel(q_words, kmax, keys, rows, bounds, kstart, ksize, nkept, keybit
                         continue
                     if _first_table(_block_mask(x_row, bstart, bsize), kmask) != t:
                         continue
-                    if q == out_rows.shape[0]:
-                        out_rows = _grow(out_rows, q + 1)
-                        out_d = _grow(out_d, q + 1)
-                    out_rows[q] = cand
-                    out_d[q] = d
+                    if q == codes.shape[0]:
+                        codes = _grow(codes, q + 1)
+                    codes[q] = (np.int64(d) << 32) | cand
                     q += 1
+        if q - start > 1:
+            codes[start:q] = np.sort(codes[start:q])
+        if limit >= 0 and q - start > limit:
+            q = start + limit
         offsets[qi + 1] = q
-    return offsets, out_rows[:q], out_d[:q]
+    rows = np.empty(q, dtype=np.int64)
+    dist = np.empty(q, dtype=np.int64)
+    for i in range(q):
+        rows[i] = codes[i] & 0xFFFFFFFF
+        dist[i] = codes[i] >> 32
+    return offsets, rows, dist

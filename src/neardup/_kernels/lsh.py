@@ -1,11 +1,11 @@
-"""Kernels of MinHash LSH: band keys, and the sorted runs and phased probes of the LSH index.
+"""Kernels of MinHash LSH: band keys, and the phased probes of the LSH index.
 
 A band key is nd64 of the band's slots from a start state of its own (:func:`band_keys_kernel`;
 the format is given with :func:`neardup.methods.minhash.lsh.band_keys`, its Python entry). The
 index (:class:`neardup.index.lsh.LSHIndex`) keeps the band keys of its rows in sorted runs with
-bucket directories (:class:`neardup.index.runs.BandTables`); a query finds its results in four
-phases whose cache misses overlap (:func:`query_one` for one signature, :func:`query_kernel` for
-many).
+bucket directories (:class:`neardup.index.runs.SortedRuns`, kernels in
+:mod:`neardup._kernels.runs`); a query finds its results in four phases whose cache misses
+overlap (:func:`query_one` for one signature, :func:`query_kernel` for many).
 """
 
 from __future__ import annotations
@@ -54,41 +54,10 @@ def band_keys_kernel(values, bands, rows, out):
 # --------------------------------------------------------------------------------------------
 # index kernels
 #
-# The band tables hold one sorted run per batch of rows, kept in one (bands, capacity) array:
-# run k occupies columns bounds[k]:bounds[k+1] of every band, sorted by key within each band.
-# Runs are merged (log-structured, like an LSM tree) so there are O(log n) of them.
-#
-# Every run also has, per band, a bucket directory on the top d bits of the keys (see
-# :class:`neardup.index.runs.BandTables`), so finding a key costs two memory reads instead of a binary search's log2(n).
-@nb.njit(cache=True, nogil=True)
-def compact_runs(keys, ids, bounds, remap):
-    """Drop entries whose ``remap[id] < 0`` and renumber the rest; returns the new bounds."""
-    new_bounds = np.zeros_like(bounds)
-    for j in range(keys.shape[0]):
-        o = 0
-        for k in range(bounds.shape[0] - 1):
-            for c in range(bounds[k], bounds[k + 1]):
-                new_id = remap[ids[j, c]]
-                if new_id >= 0:
-                    keys[j, o] = keys[j, c]
-                    ids[j, o] = np.uint32(new_id)
-                    o += 1
-            new_bounds[k + 1] = o
-    return new_bounds
-
-
-@nb.njit(cache=True, nogil=True)
-def fill_directory(keys, shift, out):
-    """``out[t]`` = the first position p in the sorted ``keys`` with ``keys[p] >> shift >= t``."""
-    sh = np.uint64(shift)
-    n = keys.shape[0]
-    p = 0
-    for t in range(out.shape[0]):
-        while p < n and (keys[p] >> sh) < np.uint64(t):
-            p += 1
-        out[t] = p
-
-
+# The band tables are a ``SortedRuns`` storage with one table per band (see ``runs.py``): sorted
+# runs of band keys with their row ids, merged like an LSM tree (O(log n) runs), each with a
+# bucket directory on the top bits of its keys, so finding a key costs two memory reads instead
+# of a binary search's log2(n).
 @nb.njit(inline="always")
 def _insertion_sort(a, n):
     for i in range(1, n):

@@ -1,80 +1,128 @@
-"""TODO: docstring."""
+"""The storage engine of every index: tables of sorted uint64 keys with uint32 row ids, in runs.
+
+:class:`SortedRuns` holds T tables (the bands of an LSH index, the permuted tables of a Hamming
+index, the one table of an exact index). Each ``append`` of n rows (one key per row and table)
+becomes a new *run*: per table, the n keys sorted (an LSD radix sort) with their row ids. Runs
+are merged like an LSM tree: while the run before the last is less than twice the last, the two
+are merged, so n rows make O(log n) runs and an append costs O(batch log n) amortised. Removing
+rows is ``compact(remap)``, which keeps the entries of the surviving rows (renumbered) and
+merges everything into one run.
+
+Finding a key in a run goes through the run's *bucket directory* (per table): the keys' top
+``d = max(1, floor(log2 n))`` bits split a run of n keys into ``2^d`` buckets of 1 to 2 keys on
+average when the top bits are uniform (hash outputs; the leading bits of SimHash fingerprints),
+and ``dirs[t, s + u]`` is the offset in the run of the first key of table t whose top ``d`` bits
+are ``>= u`` (``u = 0..2^d``; ``s``: the start of the run's directory). A lookup is then one
+directory read and a short scan of its bucket (a binary search in it if it is long): two
+dependent cache misses instead of the ~20 of a binary search over a run of 1M keys, for 2 to 4
+bytes per key (a uint32 per bucket). Equal keys always share a bucket, so the runs stay sorted
+and merge as before; a run's directory is built when the run is made. The kernels that read the
+storage are in :mod:`neardup._kernels.runs` (``equal_range``) and the query kernels.
+
+Memory: 12 bytes per row and table for the keys and ids, 2 to 4 for the directories.
+"""
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from .._kernels.lsh import compact_runs, fill_directory
+from .._kernels.runs import compact_runs, fill_directory
 from .._kernels.sorting import merge_runs, radix_sort_with
+from ..core.parallel import MAX_WORKERS, Threads
+from ..core.validation import ParameterError, check_int
 
-PARALLEL_ROWS = 65536  # batches at least this large are sorted / hashed on threads
+__all__ = ["PARALLEL_ROWS", "SortedRuns", "run_each"]
+
+PARALLEL_ROWS = 65536
+"""Batches at least this large are sorted and keyed on ``workers`` threads."""
 
 
-def run_each(fn, items, parallel: bool) -> None:
-    """``fn(item)`` for every item; on a thread pool when ``parallel`` (the kernels release the GIL)."""
+def run_each(fn: Callable, items: Iterable, workers: int) -> None:
+    """``fn(item)`` for every item, on ``workers`` threads (the kernels release the GIL)."""
     items = list(items)
-    workers = min(len(items), os.cpu_count() or 1)
-    if not parallel or workers <= 1:
+    workers = min(workers, len(items))
+    if workers <= 1:
         for item in items:
             fn(item)
         return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(fn, items):
-            pass
+    with Threads(workers) as threads:
+        threads.map(fn, items)
 
 
-class BandTables:
-    """Per band, sorted uint64 keys with the internal row id of each, in log-structured runs.
+class SortedRuns:
+    """T tables of sorted uint64 keys with uint32 row ids, in log-structured runs (see the module docs).
 
-    Each run has, per band, a *bucket directory*: band keys are 64-bit hash outputs, so their top
-    ``d`` bits are uniform and split a run of ``n`` keys into ``2^d`` buckets of 1 to 2 keys on
-    average (``d = max(1, floor(log2 n))``). ``dirs[j, s + t]`` is the offset in the run of the
-    first key of band ``j`` whose top ``d`` bits are ``>= t`` (``t = 0..2^d``, so bucket ``t`` is
-    ``dirs[j, s + t]:dirs[j, s + t + 1]``), where ``s`` is the start of the run's directory.
-    Finding a key is then one directory read and a short scan of its bucket (a binary search in
-    it if it is long, e.g. many equal keys): two dependent cache misses instead of the ~20 of a
-    binary search over a run of 1M keys, for 2 to 4 bytes per key (a uint32 per bucket).
-    Equal keys always share a bucket, so nothing else changes: the runs stay sorted and merge
-    as before, and a run's directory is built when the run is made (``_index_last_run``).
+    Attributes (read by the query kernels, replaced by every change):
+        keys, ids: (T, capacity) arrays; run k is columns ``bounds[k]:bounds[k + 1]``.
+        bounds: int64, the run boundaries (``bounds[-1]`` entries per table).
+        dirs: (T, m) uint32, the directories of every run, one after the other.
+        runs: int64 (runs, 4): ``(lo, hi, s, 64 - d)`` per run: its columns, the start of its
+            directory in ``dirs`` and the shift that gives a key's bucket.
 
-    ``runs[k] = (lo, hi, s, 64 - d)`` describes run ``k``: its columns ``lo:hi`` in ``keys`` and
-    ``ids``, its directory start in ``dirs`` and the shift that gives a key's bucket.
+    Args:
+        tables: T, at least 1.
+        workers: threads for the sorts and directories of batches of ``PARALLEL_ROWS`` rows or more.
     """
 
-    def __init__(self, bands: int) -> None:
-        self.keys = np.empty((bands, 0), dtype=np.uint64)
-        self.ids = np.empty((bands, 0), dtype=np.uint32)
-        self.bounds = np.zeros(1, dtype=np.int64)  # run k is columns bounds[k]:bounds[k+1]
-        self.dirs = np.empty((bands, 0), dtype=np.uint32)
+    def __init__(self, tables: int, *, workers: int = 1) -> None:
+        tables = check_int("tables", tables, 1)
+        self.workers = check_int("workers", workers, 1, MAX_WORKERS)
+        self.keys = np.empty((tables, 0), dtype=np.uint64)
+        self.ids = np.empty((tables, 0), dtype=np.uint32)
+        self.bounds = np.zeros(1, dtype=np.int64)
+        self.dirs = np.empty((tables, 0), dtype=np.uint32)
         self.runs = np.empty((0, 4), dtype=np.int64)
 
     @property
+    def tables(self) -> int:
+        return self.keys.shape[0]
+
+    @property
     def size(self) -> int:
+        """Entries per table."""
         return int(self.bounds[-1])
 
-    def append(self, row_keys: np.ndarray, row_ids: np.ndarray) -> None:
-        """Add rows with their band keys (shape (n, bands)) as a new run, then merge runs."""
-        n = row_keys.shape[0]
+    def append(self, keys: np.ndarray, row_ids: np.ndarray) -> None:
+        """Add n rows as a new run, then merge runs: ``keys[t, i]`` (uint64, shape (T, n), any
+        strides) is the key of row ``row_ids[i]`` (uint32[n]) in table t."""
+        if keys.shape != (self.tables, row_ids.shape[0]):
+            raise ParameterError(
+                f"keys must be of shape ({self.tables}, n) for n row ids, got {keys.shape} for {row_ids.shape}"
+            )
+        self._append(row_ids, keys, None)
+
+    def append_filled(self, fill: Callable[[np.ndarray], None], row_ids: np.ndarray) -> None:
+        """``append`` with the keys written by ``fill(out)`` straight into the storage: ``out`` is
+        the (T, n) block of the new run (a strided view), so no (T, n) batch of keys is copied."""
+        self._append(row_ids, None, fill)
+
+    def _append(self, row_ids: np.ndarray, keys: np.ndarray | None, fill: Callable | None) -> None:
+        if row_ids.ndim != 1 or row_ids.dtype != np.uint32:
+            raise ParameterError(f"row_ids must be uint32[n], got {row_ids.dtype} of shape {row_ids.shape}")
+        n = row_ids.shape[0]
         if n == 0:
             return
         self._reserve(self.size + n)
         lo, hi = self.size, self.size + n
+        if fill is not None:
+            fill(self.keys[:, lo:hi])
 
-        def sort_band(j: int) -> None:
-            self.keys[j, lo:hi] = row_keys[:, j]
+        def sort_table(j: int) -> None:
+            if keys is not None:
+                self.keys[j, lo:hi] = keys[j]
             self.ids[j, lo:hi] = row_ids
             radix_sort_with(self.keys[j, lo:hi], self.ids[j, lo:hi])
 
-        run_each(sort_band, range(row_keys.shape[1]), parallel=n >= PARALLEL_ROWS)
+        run_each(sort_table, range(self.tables), self._workers_for(n))
         self.bounds = np.append(self.bounds, hi)
         self._merge_tail()
         self._index_last_run()
 
     def compact(self, remap: np.ndarray) -> None:
-        """Keep entries with ``remap[id] >= 0``, renamed to ``remap[id]``; merge into one run."""
+        """Keep the entries with ``remap[id] >= 0``, renamed to ``remap[id]`` (int64, indexed by
+        row id); merge everything into one run."""
         self.bounds = compact_runs(self.keys, self.ids, self.bounds, remap)
         while self.bounds.shape[0] > 2:
             self._merge_last_two()
@@ -84,6 +132,9 @@ class BandTables:
         self.dirs = self.dirs[:, :0].copy()
         if self.bounds.shape[0] == 2:
             self._index_last_run()
+
+    def _workers_for(self, n: int) -> int:
+        return self.workers if n >= PARALLEL_ROWS else 1
 
     def _reserve(self, needed: int) -> None:
         capacity = self.keys.shape[1]
@@ -117,12 +168,12 @@ class BandTables:
         start = 0 if last == 0 else int(runs[-1, 2]) + (1 << (64 - int(runs[-1, 3]))) + 1
         end = start + (1 << bits) + 1
         if end > self.dirs.shape[1]:
-            dirs = np.empty((self.dirs.shape[0], max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
+            dirs = np.empty((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
             dirs[:, :start] = self.dirs[:, :start]
             self.dirs = dirs
 
         def fill(j: int) -> None:
             fill_directory(self.keys[j, lo:hi], 64 - bits, self.dirs[j, start:end])
 
-        run_each(fill, range(self.keys.shape[0]), parallel=hi - lo >= PARALLEL_ROWS)
+        run_each(fill, range(self.tables), self._workers_for(hi - lo))
         self.runs = np.vstack([runs, np.array([[lo, hi, start, 64 - bits]], dtype=np.int64)])
