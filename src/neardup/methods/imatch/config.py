@@ -1,4 +1,8 @@
-"""Settings of the I-Match method: identical set of mid-frequency terms."""
+"""Settings of the I-Match method: identical set of mid-frequency terms.
+
+The plan is imported when first used: the command line imports every method's config to build
+its options, and a run needs the modules of one method only.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from ...core.plan import Plan
 from ...core.validation import Integer, Range, Real
 from ..base import CliSpec, MethodConfig, param
 from ..registry import register
-from .plan import imatch_plan
 from .scheme import MAX_LEXICONS, IMatchScheme
 
 __all__ = ["DEFAULT_IDF_BAND", "DEFAULT_LEXICON_FRACTION", "IMatchConfig"]
@@ -64,6 +67,8 @@ class IMatchConfig(MethodConfig):
         return IMatchScheme(self.idf_band, self.lexicons, self.lexicon_fraction, self.min_terms, self.seed)
 
     def plan(self) -> Plan:
+        from .plan import imatch_plan  # loaded on first use, see the module docs
+
         return imatch_plan(self)
 
     def describe(self, counters: dict[str, float]) -> dict[str, str]:

@@ -6,9 +6,12 @@ from dataclasses import dataclass
 
 from ...core.schemes import Scheme
 from ...core.validation import Integer, Optional, Range, Real, check
-from .signatures import IMATCH_VERSION
 
-__all__ = ["MAX_LEXICONS", "IMatchScheme"]
+__all__ = ["IMATCH_VERSION", "MAX_LEXICONS", "IMatchScheme"]
+
+IMATCH_VERSION = 1
+"""Format version of I-Match signatures."""
+
 
 MAX_LEXICONS = 64
 """The most signatures per document (each is a 16-byte key; recall saturates long before)."""

@@ -40,9 +40,6 @@ from ...core.components import components
 from ...text.shingles import Shingling, shingle_batch
 from ..exact.groups import group_equal, group_pairs
 
-IMATCH_VERSION = 1
-
-
 _TOL = 1e-12
 
 

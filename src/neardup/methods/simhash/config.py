@@ -1,4 +1,8 @@
-"""Settings of the SimHash method: the single source of its defaults, limits and help."""
+"""Settings of the SimHash method: the single source of its defaults, limits and help.
+
+The plan and the sketcher are imported when first used: the command line imports every method's
+config to build its options, and a run needs the modules of one method only.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,7 @@ from ...core.validation import Boolean, Choice, Instance, Integer, Optional, con
 from ...text.shingles import Shingling
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, Sketched, param
 from ..registry import register
-from .plan import simhash_plan
 from .scheme import SimHashScheme
-from .sketch import SimHasher
 
 __all__ = ["DEFAULT_BITS", "DEFAULT_MAX_DISTANCE", "SimHashConfig"]
 
@@ -111,6 +113,8 @@ class SimHashConfig(MethodConfig):
         return SimHashScheme(bits=self.bits, seed=self.seed, shingling=self.shingling, weighting=self.weighting)
 
     def plan(self) -> Plan:
+        from .plan import simhash_plan  # loaded on first use, see the module docs
+
         return simhash_plan(self)
 
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
@@ -137,5 +141,7 @@ class SimHashConfig(MethodConfig):
             raise ValueError(
                 "an index of SimHash fingerprints needs weighting='count' (IDF weights depend on the whole collection)"
             )
+        from .sketch import SimHasher
+
         values, counts = SimHasher(scheme=self.scheme).sign_texts_with_counts(list(texts))
         return Sketched(values, counts == 0)

@@ -46,7 +46,6 @@ from typing import Any, Literal
 import numpy as np
 
 from ..._kernels.hashing import MASK64
-from ..._kernels.simhash import hyperplanes, simhash_salt_array
 from ...core.errors import IncompatibleSketchError
 from ...core.schemes import Scheme
 from ...core.validation import Choice, Instance, Integer, Optional, check, conflict
@@ -159,11 +158,15 @@ class SimHashScheme(Scheme):
 
     def salts(self) -> np.ndarray:
         """s_w for w < W, uint64[W] (see the module docstring)."""
+        from ..._kernels.simhash import simhash_salt_array  # kernels load when first used
+
         return simhash_salt_array(np.uint64(self.seed ^ SIMHASH_SALT), self.words)
 
     def hyperplanes(self, dim: int) -> np.ndarray:
         """G, float64[dim, bits]: the Gaussian hyperplane normals for vectors of ``dim`` coordinates."""
         dim = check("dim", dim, _DIM)
+        from ..._kernels.simhash import hyperplanes
+
         return hyperplanes(np.uint64(self.seed ^ HYPERPLANE_SALT), dim, self.bits)
 
 

@@ -1,4 +1,8 @@
-"""Settings of the SpotSigs method: the single source of its defaults, limits and help."""
+"""Settings of the SpotSigs method: the single source of its defaults, limits and help.
+
+The plan is imported when first used: the command line imports every method's config to build
+its options, and a run needs the modules of one method only.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from ...core.validation import Boolean, Choice, Integer, Optional, Range, Real, 
 from ...text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, param
 from ..registry import register
-from .plan import spotsigs_plan
 from .scheme import MAX_CHAIN, SpotSigsScheme, load_words
 
 __all__ = ["DEFAULT_CHAIN", "DEFAULT_KEY", "DEFAULT_SPOT_DISTANCE", "DEFAULT_THRESHOLD", "SpotSigsConfig"]
@@ -120,6 +123,8 @@ class SpotSigsConfig(MethodConfig):
         return self._scheme
 
     def plan(self) -> Plan:
+        from .plan import spotsigs_plan  # loaded on first use, see the module docs
+
         return spotsigs_plan(self)
 
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
