@@ -435,3 +435,26 @@ def test_index_modules_leave_the_thread_count_to_the_caller():
     """Indexes use the ``workers`` they are given, never the machine's core count."""
     for path in Path(neardup.index.__file__).parent.glob("*.py"):
         assert "cpu_count" not in path.read_text(encoding="utf-8"), path.name
+
+
+@pytest.mark.parametrize("name", ["minhash", "simhash", "exact"])
+def test_indexes_pickle_and_answer_the_same(name):
+    """An index can be saved with pickle (the LSH index rebuilds its compiled query state)."""
+    import pickle
+
+    from neardup.index import index_for
+    from neardup.methods.registry import get_method
+
+    config = get_method(name)()
+    texts = [
+        "the cat sat on the mat today and it rained hard",
+        "the cat sat on the mat today and it rained hard!",
+        "another text here that is long enough to shingle",
+    ]
+    sketched = config.sketch_texts(texts)
+    index = index_for(config)
+    index.add(["a", "b", "c"], sketched.values, empty=sketched.empty)
+    again = pickle.loads(pickle.dumps(index))
+    assert again.query_batch(sketched.values) == index.query_batch(sketched.values)
+    again.add(["d"], sketched.values[:1])
+    assert [k for k, _ in again.query(sketched.values[0])] == [k for k, _ in index.query(sketched.values[0])] + ["d"]

@@ -257,10 +257,10 @@ class LSHIndex:
                     self._min_match_cache[min_similarity] = min_matches
         limit = -1 if limit is None else check_limit(limit)
         if fn is not None:  # the kernel checks the shape and layout of q itself (n = -1: it cannot take q)
-            n, first, matches, pairs = fn(q, self.query_state, min_matches, limit)
+            n, first, matches, pairs = fn(q, self._state, min_matches, limit)
         if fn is None or n < 0:
             q = self._matrix(signature, "signature", single=True)[0]
-            n, first, matches, pairs = query_one(q, self.query_state, min_matches, limit)
+            n, first, matches, pairs = query_one(q, self._state, min_matches, limit)
         if n <= 1:
             if n == 0:
                 return []
@@ -285,13 +285,25 @@ class LSHIndex:
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def __getstate__(self) -> dict:
+        """The index's arrays and settings; the compiled query state and entry points are rebuilt
+        when it is loaded (a numba structref does not pickle)."""
+        state = dict(self.__dict__)
+        for name in ("_state", "_kernel_args", "_query_row_fn", "_query_matrix_fn", "_array_types"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._refresh_kernel_args()
+
     def _refresh_kernel_args(self) -> None:
         """The arguments of the query kernels -- the arrays for ``query_batch``, the same in one
         ``_QueryState`` for ``query`` -- gathered once per change instead of once per query."""
         t = self._tables
         rk = self._rows
         self._kernel_args = (self._params.rows, t.keys, t.ids, t.dirs, t.runs, self._sigs, rk.alive)
-        self.query_state = query_state(*self._kernel_args, rk.values)
+        self._state = query_state(*self._kernel_args, rk.values)
         self._keys_mapped = rk.mapped
         self._keys = rk.keys  # row -> key when not mapped (the query path reads it directly)
         arrays = (*self._kernel_args[1:], rk.values)
@@ -315,7 +327,7 @@ class LSHIndex:
         if fn is None:
             query_type = types.Array(types.uint32, ndim, "C")
             try:
-                fn = query_one.compile((query_type, nb.typeof(self.query_state), types.int64, types.int64))
+                fn = query_one.compile((query_type, nb.typeof(self._state), types.int64, types.int64))
             except Exception:  # pragma: no cover - a numba whose Dispatcher.compile returns no function
                 fn = query_one
             _ENTRY_POINTS[key] = fn
