@@ -16,6 +16,7 @@ from ..core.errors import NeardupError
 from ..io import output_format, write_kept, write_table
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
+from .engine_options import add_engine_options, chosen_engine
 from .options import (
     MethodCommand,
     add_method_options,
@@ -94,9 +95,11 @@ def _check_output_path(ctx, param, value):
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Threads [default: all cores]; results do not depend on it.",
+    help="Threads [default: all cores] (with --engine dask: worker processes of the LocalCluster); "
+    "results do not depend on it.",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
+@add_engine_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 @click.pass_context
 def dedup_cmd(
@@ -115,6 +118,9 @@ def dedup_cmd(
     on_error,
     workers,
     batch_size,
+    engine,
+    scheduler,
+    partitions,
     quiet,
     **method_params,
 ):
@@ -144,12 +150,13 @@ def dedup_cmd(
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     try:
-        with _progress(show_progress) as progress:
+        with chosen_engine(engine, scheduler, partitions, workers) as job_engine, _progress(show_progress) as progress:
             result = dedup(
                 inputs,
                 config,
                 keep=keep,
-                workers=workers,
+                workers=workers if job_engine is None else None,
+                engine=job_engine,
                 batch_size=batch_size,
                 text_field=text_field,
                 id_field=id_field,
