@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.documents import DocBatch
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, StageContext
 from ..core.validation import check_int
@@ -44,13 +45,38 @@ __all__ = ["DaskEngine", "local_client"]
 
 
 def _nbytes(obj: Any) -> int:
+    """Payload bytes of a task's argument or result: array bytes plus text characters."""
     if isinstance(obj, np.ndarray):
         return obj.nbytes
+    if isinstance(obj, DocBatch):
+        return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
+    if isinstance(obj, str):
+        return len(obj)
     if isinstance(obj, dict):
         return sum(_nbytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
         return sum(_nbytes(v) for v in obj)
     return 0
+
+
+def _without_batch(fn, item):
+    """``fn(item)`` on a worker, returned without the batch it starts with (the caller has it)."""
+    result = fn(item)
+    if isinstance(result, tuple) and result and isinstance(result[0], DocBatch):
+        return (None, *result[1:])
+    return result
+
+
+def _call(fn, item):
+    return fn(item)
+
+
+def _batch_of(item: Any) -> DocBatch | None:
+    if isinstance(item, DocBatch):
+        return item
+    if isinstance(item, tuple) and item and isinstance(item[0], DocBatch):
+        return item[0]
+    return None
 
 
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -102,9 +128,17 @@ class DaskEngine(LocalEngine):
         self.shuffle_bytes: dict[str, int] = {}
         """Bytes of (table, key, document) entries shuffled by each candidate stage of the last job."""
         self.group_by_seconds: dict[str, float] = {}
+        self.scan_bytes: dict[str, int] = {"to workers": 0, "from workers": 0}
+        """Payload bytes (array bytes plus text characters) the scans sent to and got from the workers."""
 
     def __repr__(self) -> str:
         return f"DaskEngine({self.client!r}, partitions={self.partitions})"
+
+    def run(self, plan, source, **kwargs):
+        """Run ``plan`` over ``source`` on the cluster; see :class:`~neardup.engine.base.Engine`."""
+        self.shuffle_bytes, self.group_by_seconds = {}, {}
+        self.scan_bytes = {"to workers": 0, "from workers": 0}
+        return super().run(plan, source, **kwargs)
 
     def _cluster_threads(self) -> int:
         info = self.client.scheduler_info()
@@ -115,12 +149,23 @@ class DaskEngine(LocalEngine):
         batches in flight."""
         window = 2 * self._cluster_threads()
         pending: deque = deque()
+
+        def done():
+            item, future = pending.popleft()
+            result = future.result()
+            self.scan_bytes["to workers"] += _nbytes(item)
+            self.scan_bytes["from workers"] += _nbytes(result)
+            if isinstance(result, tuple) and result and result[0] is None:
+                result = (_batch_of(item), *result[1:])
+            return result
+
         for item in items:
-            pending.append(self.client.submit(fn, item, pure=False, retries=self.retries))
+            task = _without_batch if _batch_of(item) is not None else _call
+            pending.append((item, self.client.submit(task, fn, item, pure=False, retries=self.retries)))
             if len(pending) >= window:
-                yield pending.popleft().result()
+                yield done()
         while pending:
-            yield pending.popleft().result()
+            yield done()
 
     def group_by(self, stage: GroupBy, config: Any, ctx: StageContext, inputs: list[Any]) -> dict[str, Any]:
         """The candidate stage by its definition, bucket by bucket on the workers."""
