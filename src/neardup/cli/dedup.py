@@ -13,7 +13,9 @@ import click
 
 from ..api import DedupResult, dedup
 from ..core.errors import NeardupError
-from ..io import output_format, write_kept, write_table
+from ..incremental import AgainstResult, match_against
+from ..index.durable import DurableIndex
+from ..io import output_format, read_documents, write_kept, write_table
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
 from .engine_options import add_engine_options, chosen_engine
@@ -99,6 +101,18 @@ def _check_output_path(ctx, param, value):
     "results do not depend on it.",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
+@click.option(
+    "--against",
+    "against_path",
+    default=None,
+    help="Also remove documents that are near-duplicates of anything in this index (`neardup index create`); "
+    "the index's method settings are used.",
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="With --against: add the kept documents to the index (after the outputs are written).",
+)
 @add_engine_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 @click.pass_context
@@ -121,6 +135,8 @@ def dedup_cmd(
     engine,
     scheduler,
     partitions,
+    against_path,
+    update,
     quiet,
     **method_params,
 ):
@@ -147,10 +163,17 @@ def dedup_cmd(
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
 
+    if update and against_path is None:
+        raise click.UsageError("--update needs --against INDEX")
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
+    against = None
     try:
-        with chosen_engine(engine, scheduler, partitions, workers) as job_engine, _progress(show_progress) as progress:
+        with (
+            against_index(against_path, update, method, config) as index,
+            chosen_engine(engine, scheduler, partitions, workers) as job_engine,
+            _progress(show_progress) as progress,
+        ):
             result = dedup(
                 inputs,
                 config,
@@ -168,12 +191,39 @@ def dedup_cmd(
                 on_batch=progress.advance,
                 on_stage=progress.stage,
             )
+            keep_mask = result.keep_mask
+            if index is not None:
+                progress.stage("matching the index")
+                t0 = time.perf_counter()
+                against = match_against(
+                    index,
+                    lambda: read_documents(
+                        inputs,
+                        text_field=text_field,
+                        id_field=id_field,
+                        on_error=on_error,
+                        batch_size=batch_size,
+                        html=html,
+                        main_content=main_content,
+                        input_format=input_format,
+                    ),
+                    result.root,
+                    result.keep_mask,
+                )
+                keep_mask = against.keep_mask
+                result.timings["against index"] = time.perf_counter() - t0
+                clash = [i for i in against.kept_ids if i in index] if update else []
+                if clash:
+                    raise NeardupError(
+                        f"{len(clash):,} kept document(s) have ids the index holds already, such as {clash[0]!r}, "
+                        "with other text; nothing was written or added (give new ids, or remove them from the index)"
+                    )
             progress.stage("writing")
             t0 = time.perf_counter()
             with _output_file(output) as target:
                 write_kept(
                     inputs,
-                    result.keep_mask,
+                    keep_mask,
                     target,
                     text_field=text_field,
                     id_field=id_field,
@@ -182,15 +232,19 @@ def dedup_cmd(
                     input_format=input_format,
                 )
             if clusters_path:
-                _write_clusters(result, clusters_path)
+                _write_clusters(result, clusters_path, against)
             if pairs_path:
                 _write_pairs(result, pairs_path)
             result.timings["write"] = time.perf_counter() - t0
-    except NeardupError as exc:
+            if update:
+                t0 = time.perf_counter()
+                against.add_kept_to(index)
+                result.timings["index update"] = time.perf_counter() - t0
+    except (NeardupError, OSError) as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, method, time.perf_counter() - started)
+        _print_summary(result, config.name, time.perf_counter() - started, against, update)
 
 
 @contextmanager
@@ -210,11 +264,17 @@ def _output_file(output: str):
         sys.stdout.buffer.flush()
 
 
-def _write_clusters(result: DedupResult, path: str) -> None:
+def _write_clusters(result: DedupResult, path: str, against: AgainstResult | None = None) -> None:
+    """id, cluster (its kept document; with --against, the index's document for a removed cluster), similarity."""
     import numpy as np
 
     ids = np.asarray(result.ids, dtype=object)
-    write_table({"id": ids, "cluster": ids[result.kept], "similarity": result.similarity}, path)
+    cluster, similarity = ids[result.kept], result.similarity
+    if against is not None:
+        hit = ~np.isnan(against.match_similarity)
+        cluster = np.where(hit, np.asarray(against.match_id, dtype=object), cluster)
+        similarity = np.where(hit, against.match_similarity, similarity)
+    write_table({"id": ids, "cluster": cluster, "similarity": similarity}, path)
 
 
 def _write_pairs(result: DedupResult, path: str) -> None:
@@ -273,7 +333,28 @@ def _progress(enabled: bool):
         yield Display()
 
 
-def _print_summary(result: DedupResult, method: str, total: float) -> None:
+@contextmanager
+def against_index(path: str | None, update: bool, method: str, config):
+    """The index of ``--against`` (open for writing with ``--update``), or None. Its settings rule:
+    method options that differ from both the defaults and the index's are a usage error."""
+    if path is None:
+        yield None
+        return
+    from ..methods.registry import config_to_dict, get_method
+
+    with DurableIndex.open(path, "a" if update else "r") as index:
+        given = config_to_dict(config)
+        if given != config_to_dict(get_method(method)()) and given != config_to_dict(index.config):
+            raise click.UsageError(
+                f"the method options disagree with the index {path} (made with "
+                f"{index.config.name} {index.config.to_json()}); leave them out to use the index's"
+            )
+        yield index
+
+
+def _print_summary(
+    result: DedupResult, method: str, total: float, against: AgainstResult | None = None, update: bool = False
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -288,8 +369,13 @@ def _print_summary(result: DedupResult, method: str, total: float) -> None:
         table.add_row(f"  {reason}", f"{count:,}")
     table.add_row("empty (no features)", f"{result.empty:,}")
     table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
-    table.add_row("removed", f"{result.n_removed:,}")
-    table.add_row("kept", f"{result.n_documents - result.n_removed:,}")
+    removed = result.n_removed if against is None else int(result.n_documents - against.keep_mask.sum())
+    table.add_row("removed", f"{removed:,}")
+    if against is not None:
+        table.add_row("  in a cluster with a match in the index", f"{against.n_removed_by_index:,}")
+    table.add_row("kept", f"{result.n_documents - removed:,}")
+    if update:
+        table.add_row("added to the index", f"{len(against.kept_ids):,}")
     for label, value in result.stats.items():
         table.add_row(label, value)
     for stage, seconds in result.timings.items():
