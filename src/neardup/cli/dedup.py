@@ -141,6 +141,7 @@ def dedup_cmd(
       neardup dedup crawl.jsonl.zst -o exact.jsonl --method exact --html
       neardup dedup 'shards/**/*.parquet' -o kept.parquet
       cat docs.jsonl | neardup dedup - --input-format jsonl -o - > kept.jsonl
+      neardup dedup shards/ -o kept/ --engine dask --workers 8
     """
     reject_foreign_options(ctx, method)
     try:
