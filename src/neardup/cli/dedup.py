@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 data error (the message names the file and line), 2 usa
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from .options import (
 
 
 def _check_output_path(ctx, param, value):
-    if value is None or (value == "-" and param.name == "output"):
+    if value is None or (param.name == "output" and (value == "-" or value.endswith(("/", os.sep)))):
         return value
     try:
         output_format(value)
@@ -46,7 +47,8 @@ def _check_output_path(ctx, param, value):
     required=True,
     callback=_check_output_path,
     help="Where to write the kept records, with all their fields; the format follows the "
-    "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output.",
+    "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output; a folder "
+    "ending in '/' gets one JSON Lines part per input file (OUT/part-00000.jsonl, ...), in reading order.",
 )
 @click.option(
     "--input-format",
@@ -155,6 +157,7 @@ def dedup_cmd(
       neardup dedup crawl.jsonl.zst -o exact.jsonl --method exact --html
       neardup dedup 'shards/**/*.parquet' -o kept.parquet
       cat docs.jsonl | neardup dedup - --input-format jsonl -o - > kept.jsonl
+      neardup dedup shards/ -o kept/ --engine dask --workers 8
     """
     reject_foreign_options(ctx, method)
     try:
@@ -174,6 +177,7 @@ def dedup_cmd(
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             _progress(show_progress) as progress,
         ):
+            config = index.config if index is not None else config
             result = dedup(
                 inputs,
                 config,
@@ -220,17 +224,10 @@ def dedup_cmd(
                     )
             progress.stage("writing")
             t0 = time.perf_counter()
-            with _output_file(output) as target:
-                write_kept(
-                    inputs,
-                    keep_mask,
-                    target,
-                    text_field=text_field,
-                    id_field=id_field,
-                    on_error=on_error,
-                    all_valid=result.read_stats.skipped == 0,
-                    input_format=input_format,
-                )
+            if output.endswith(("/", os.sep)):
+                _write_parts(result, keep_mask, output, text_field, id_field, on_error)
+            else:
+                _write_output(result, keep_mask, inputs, output, text_field, id_field, on_error, input_format)
             if clusters_path:
                 _write_clusters(result, clusters_path, against)
             if pairs_path:
@@ -245,6 +242,38 @@ def dedup_cmd(
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
         _print_summary(result, config.name, time.perf_counter() - started, against, update)
+
+
+def _write_output(result, keep, inputs, output, text_field, id_field, on_error, input_format) -> None:
+    with _output_file(output) as target:
+        write_kept(
+            inputs,
+            keep,
+            target,
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            all_valid=result.read_stats.skipped == 0,
+            input_format=input_format,
+        )
+
+
+def _write_parts(result, keep, out_dir: str, text_field, id_field, on_error) -> None:
+    """One JSON Lines part per input source (every shard of a folder, every match of a glob), in
+    reading order: ``out_dir/part-00000.jsonl``, ... (a part may be empty)."""
+    start = 0
+    for i, (path, fmt, n) in enumerate(result.read_stats.sources):
+        write_kept(
+            [path],
+            keep[start : start + n],
+            os.path.join(out_dir, f"part-{i:05d}.jsonl"),
+            text_field=text_field,
+            id_field=id_field,
+            on_error=on_error,
+            all_valid=result.read_stats.skipped == 0,
+            input_format=None if fmt == "txtdir" else fmt,
+        )
+        start += n
 
 
 @contextmanager
