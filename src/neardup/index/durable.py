@@ -23,7 +23,7 @@ thread-safe (one lock; queries of many threads are serialized).
 >>> with DurableIndex.create(path, MinHashConfig(threshold=0.5)) as index:
 ...     index.add(["a"], [text])
 ...     index.query(text + " again")
-[('a', 0.7...)]
+[('a', 0.84375)]
 >>> with DurableIndex.open(path) as index:
 ...     len(index), "a" in index
 (1, True)
