@@ -111,7 +111,8 @@ def run_neardup_serve(args, path: str, out) -> None:
             "query": percentiles(single),
             "query_batched_per_doc": percentiles(batched),
             "serving_rss_mb": rss_mb(),
-            "disk_bytes": os.path.getsize(path) + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0),
+            "disk_bytes": os.path.getsize(path)
+            + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0),
             "raw_bytes": raw,
         }
     )
@@ -239,8 +240,12 @@ def report(r: dict) -> None:
         s = r["neardup_serve"]
         for w in (1, 2):
             b = r[f"neardup_build_{w}w"]
-            print(f"neardup build, {w} worker(s): {b['docs_per_s']:,.0f} docs/s ({b['build_s']:.1f} s, peak {b['peak_mb']:.0f} MB)")
-        print(f"neardup disk: {s['disk_bytes'] / 2**20:.1f} MB = {s['disk_bytes'] / s['raw_bytes']:.2f}x raw signatures + ids")
+            print(
+                f"neardup build, {w} worker(s): {b['docs_per_s']:,.0f} docs/s ({b['build_s']:.1f} s, peak {b['peak_mb']:.0f} MB)"
+            )
+        print(
+            f"neardup disk: {s['disk_bytes'] / 2**20:.1f} MB = {s['disk_bytes'] / s['raw_bytes']:.2f}x raw signatures + ids"
+        )
         print(f"neardup open: {s['open_s']:.2f} s, +{s['open_mb']:.0f} MB; serving RSS {s['serving_rss_mb']:.0f} MB")
         q, qb = s["query"], s["query_batched_per_doc"]
         print(f"neardup query from text: p50 {q['p50_us']:.0f} us, p99 {q['p99_us']:.0f} us; "
@@ -250,7 +255,11 @@ def report(r: dict) -> None:
     for name in ("datasketch_memory", "datasketch_redis", "rensa"):
         if name in r:
             p = r[name]
-            ratio = f"; neardup build {ours / p['docs_per_s']:.1f}x, query p50 {p['query']['p50_us'] / ours_q:.1f}x faster" if ours else ""
+            ratio = (
+                f"; neardup build {ours / p['docs_per_s']:.1f}x, query p50 {p['query']['p50_us'] / ours_q:.1f}x faster"
+                if ours
+                else ""
+            )
             print(f"{name} ({p['docs']:,} docs): {p['docs_per_s']:,.0f} docs/s, query p50 {p['query']['p50_us']:.0f} us, "
                   f"p99 {p['query']['p99_us']:.0f} us, peak {p['peak_mb']:.0f} MB{ratio}")  # fmt: skip
 
