@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -282,3 +283,34 @@ def test_openapi_fuzz_no_5xx_and_responses_match_the_schema(server):
             case.call_and_validate(headers=AUTH)
 
         fuzz()
+
+
+def test_the_readme_curl_example_works_as_written(tmp_path):
+    """The README's service example, run as written (on a free port instead of 8080)."""
+    import re
+    import shutil
+
+    from conftest import REPO
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Running the service.*?```bash\n(.*?)```", text, flags=re.S).group(1)
+    lines = block.replace("\\\n", " ").splitlines()
+    assert lines[0] == "neardup index create pages.ndx --store-text"
+    assert lines[1].startswith("NEARDUP_TOKEN=s3cret neardup serve pages.ndx --port 8080")
+    neardup.Index.create(tmp_path / "pages.ndx", MinHashConfig(), store_text=True).close()
+    s = Server(tmp_path / "pages.ndx", token="s3cret")
+    try:
+        outputs = []
+        for line in lines[2:]:
+            cmd = line.replace("localhost:8080", f"127.0.0.1:{s.port}")
+            outputs.append(subprocess.run(cmd, shell=True, capture_output=True, text=True, check=True).stdout)
+        assert json.loads(outputs[0]) == {"added": ["p1"], "duplicates": []}
+        assert json.loads(outputs[1]) == {"results": [{"id": None, "matches": [{"id": "p1", "similarity": 1.0}]}]}
+        assert json.loads(outputs[2]) == {
+            "added": [],
+            "duplicates": [{"id": "p2", "matches": [{"id": "p1", "similarity": 1.0}]}],
+        }
+    finally:
+        assert s.stop() == 0

@@ -201,7 +201,7 @@ def create_app(
         return JSONResponse({"detail": "internal error"}, status_code=500)
 
     @app.post("/v1/query", response_model=QueryResponse, responses=ERRORS, dependencies=[Depends(check_read)])
-    def query(body: QueryRequest) -> dict:
+    async def query(body: QueryRequest) -> dict:  # async: the query takes microseconds, a thread hop more
         """The stored documents like each given text, best first, in request order."""
         found = index.query_batch(
             [d.text for d in body.documents], min_similarity=body.min_similarity, limit=body.limit
@@ -227,7 +227,7 @@ def create_app(
     @app.get(
         "/v1/documents/{doc_id}", response_model=StoredDocument, responses=ERRORS, dependencies=[Depends(check_read)]
     )
-    def get(doc_id: str) -> dict:
+    async def get(doc_id: str) -> dict:
         """A stored document (its text when the index keeps texts)."""
         row = index.get(doc_id)
         if row is None:
