@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from rapidfuzz.distance import Levenshtein
-from rapidfuzz.process import cpdist
 
 from .normalize import normalize, tokenize
 from .shingles import Shingling, shingle_batch
@@ -40,6 +38,16 @@ __all__ = [
 ]
 
 EDIT_LEVELS = ("word", "char")
+
+
+def _rapidfuzz():
+    """rapidfuzz's Levenshtein and ``cpdist`` (the ``[edit]`` extra), imported on first use."""
+    try:
+        from rapidfuzz.distance import Levenshtein
+        from rapidfuzz.process import cpdist
+    except ImportError:  # pragma: no cover - depends on the installation
+        raise ImportError("edit similarity needs rapidfuzz: pip install 'neardup[edit]'") from None
+    return Levenshtein, cpdist
 
 
 def _check_level(level: str) -> None:
@@ -87,10 +95,11 @@ def edit_similarities(a: Sequence, b: Sequence, threshold: float = 0.0, workers:
         raise ValueError(f"a and b must have the same length, got {len(a)} and {len(b)}")
     if not len(a):
         return np.empty(0, dtype=np.float64)
+    levenshtein, cpdist = _rapidfuzz()
     out = cpdist(
         a,
         b,
-        scorer=Levenshtein.normalized_similarity,
+        scorer=levenshtein.normalized_similarity,
         score_cutoff=threshold,
         workers=max(1, int(workers)),
         dtype=np.float64,
@@ -147,7 +156,7 @@ def edit_diff(
         join = "".join
     diffs = [
         Diff(op.tag, join(ta[op.src_start : op.src_end]), join(tb[op.dest_start : op.dest_end]))
-        for op in Levenshtein.opcodes(ta, tb)
+        for op in _rapidfuzz()[0].opcodes(ta, tb)
         if op.tag != "equal"
     ]
     return sim, diffs
