@@ -157,3 +157,26 @@ def test_cli_pairs_carry_edit_similarity(tmp_path):
     kept = [json.loads(x)["id"] for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert kept == ["0", "2"]
     assert np.isclose(edit_similarity(texts[0], texts[1]), 13 / 14)
+
+
+def test_compare_shows_edit_similarity_and_differences():
+    from neardup.eval.compare import compare
+
+    c = compare("alpha beta gamma delta", "alpha gamma delta epsilon", Shingling("word", 2))
+    assert c.edit["similarity"] == pytest.approx(
+        reference("alpha beta gamma delta", "alpha gamma delta epsilon", "word")
+    )
+    assert c.edit["n_differences"] == 2
+    assert {(d["tag"], d["old"], d["new"]) for d in c.edit["differences"]} == {
+        ("delete", "beta", ""),
+        ("insert", "", "epsilon"),
+    }
+    assert compare("abcd", "abed", Shingling("char", 2)).edit["similarity"] == 0.75
+    run = subprocess.run(
+        [sys.executable, "-m", "neardup", "compare", "--text", "alpha beta gamma delta", "alpha gamma delta epsilon"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    out = run.stdout + run.stderr
+    assert "edit similarity" in out and "deleted  'beta'" in out and "inserted 'epsilon'" in out
