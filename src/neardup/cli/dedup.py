@@ -14,7 +14,9 @@ import click
 from ..api import DedupResult, dedup
 from ..core.errors import NeardupError
 from ..io import output_format, write_kept, write_table
+from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
+from .engine_options import add_engine_options, chosen_engine
 from .options import (
     MethodCommand,
     add_method_options,
@@ -24,8 +26,8 @@ from .options import (
 
 
 def _check_output_path(ctx, param, value):
-    if value is None:
-        return None
+    if value is None or (value == "-" and param.name == "output"):
+        return value
     try:
         output_format(value)
     except ValueError as exc:
@@ -34,7 +36,7 @@ def _check_output_path(ctx, param, value):
 
 
 @click.command("dedup", cls=MethodCommand, context_settings=SETTINGS)
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("inputs", nargs=-1, required=True, type=str)
 @click.option(
     "-o",
     "--output",
@@ -42,7 +44,13 @@ def _check_output_path(ctx, param, value):
     required=True,
     callback=_check_output_path,
     help="Where to write the kept records, with all their fields; the format follows the "
-    "extension: .jsonl (.gz/.zst), .csv, .parquet.",
+    "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output.",
+)
+@click.option(
+    "--input-format",
+    type=click.Choice(list(INPUT_FORMATS)),
+    default=None,
+    help="Read every input as this format, whatever its extension (needed for '-', standard input).",
 )
 @click.option(
     "--keep",
@@ -87,15 +95,18 @@ def _check_output_path(ctx, param, value):
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Threads [default: all cores]; results do not depend on it.",
+    help="Threads [default: all cores] (with --engine dask: worker processes of the LocalCluster); "
+    "results do not depend on it.",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
+@add_engine_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
 @click.pass_context
 def dedup_cmd(
     ctx,
     inputs,
     output,
+    input_format,
     method,
     keep,
     clusters_path,
@@ -107,11 +118,16 @@ def dedup_cmd(
     on_error,
     workers,
     batch_size,
+    engine,
+    scheduler,
+    partitions,
     quiet,
     **method_params,
 ):
-    """Remove near-duplicates from INPUT files: JSONL (.gz/.zst), CSV, Parquet, or a directory of
-    .txt/.html files.
+    """Remove near-duplicates from INPUTS: JSONL (.gz/.zst), CSV, Parquet or Arrow files; folders of
+    such shards (read recursively, in sorted order) or of .txt/.html files; quoted globs; '-' for
+    standard input (with --input-format); fsspec URLs (s3://, gs://, https://, hf://) where the
+    filesystem package is installed.
 
     Writes the kept records to OUTPUT; optionally the clusters and the verified pairs. Options of a
     method other than --method are refused.
@@ -121,6 +137,8 @@ def dedup_cmd(
       neardup dedup examples/news.jsonl -o kept.jsonl --clusters clusters.csv --pairs pairs.csv
       neardup dedup pages/ -o kept.parquet --threshold 0.7 --char-ngram 5
       neardup dedup crawl.jsonl.zst -o exact.jsonl --method exact --html
+      neardup dedup 'shards/**/*.parquet' -o kept.parquet
+      cat docs.jsonl | neardup dedup - --input-format jsonl -o - > kept.jsonl
     """
     reject_foreign_options(ctx, method)
     try:
@@ -132,33 +150,37 @@ def dedup_cmd(
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     try:
-        with _progress(show_progress) as progress:
+        with chosen_engine(engine, scheduler, partitions, workers) as job_engine, _progress(show_progress) as progress:
             result = dedup(
                 inputs,
                 config,
                 keep=keep,
-                workers=workers,
+                workers=workers if job_engine is None else None,
+                engine=job_engine,
                 batch_size=batch_size,
                 text_field=text_field,
                 id_field=id_field,
                 on_error=on_error,
                 html=html,
                 main_content=main_content,
+                input_format=input_format,
                 want_pairs=pairs_path is not None,
                 on_batch=progress.advance,
                 on_stage=progress.stage,
             )
             progress.stage("writing")
             t0 = time.perf_counter()
-            write_kept(
-                inputs,
-                result.keep_mask,
-                output,
-                text_field=text_field,
-                id_field=id_field,
-                on_error=on_error,
-                all_valid=result.read_stats.skipped == 0,
-            )
+            with _output_file(output) as target:
+                write_kept(
+                    inputs,
+                    result.keep_mask,
+                    target,
+                    text_field=text_field,
+                    id_field=id_field,
+                    on_error=on_error,
+                    all_valid=result.read_stats.skipped == 0,
+                    input_format=input_format,
+                )
             if clusters_path:
                 _write_clusters(result, clusters_path)
             if pairs_path:
@@ -169,6 +191,23 @@ def dedup_cmd(
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
         _print_summary(result, method, time.perf_counter() - started)
+
+
+@contextmanager
+def _output_file(output: str):
+    """``output`` itself, or for ``-`` a temporary JSON Lines file copied to standard output."""
+    if output != "-":
+        yield output
+        return
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="neardup-out-") as tmp:
+        path = f"{tmp}/kept.jsonl"
+        yield path
+        with open(path, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
 
 
 def _write_clusters(result: DedupResult, path: str) -> None:
