@@ -172,7 +172,9 @@ def small_edits(rng: random.Random, paras: list[list[str]]) -> list[list[str]]:
     return out
 
 
-def web(sites_n: int, seed: int) -> None:
+def web_pages(sites_n: int, seed: int) -> tuple[list[str], list[int]]:
+    """The web-like corpus: HTML pages and the story each carries (a negative number for a
+    template page, unique to it); pages with the same story are the near-duplicates."""
     rng = random.Random(seed)
     sites = [site_template(rng, k) for k in range(sites_n)]
     pages, story = [], []  # story: id of the article a page carries (-1: template page, unique)
@@ -197,6 +199,11 @@ def web(sites_n: int, seed: int) -> None:
             ]
             pages.append(render(site, f"Hotels near {place}", facts))
             story.append(-len(pages))
+    return pages, story
+
+
+def web(sites_n: int, seed: int) -> None:
+    pages, story = web_pages(sites_n, seed)
     pairs = list(itertools.combinations(range(len(pages)), 2))
     gold = np.array([story[a] == story[b] for a, b in pairs])
     for main in (False, True):

@@ -180,3 +180,54 @@ def test_compare_shows_edit_similarity_and_differences():
     )
     out = run.stdout + run.stderr
     assert "edit similarity" in out and "deleted  'beta'" in out and "inserted 'epsilon'" in out
+
+
+def _evaluate_methods():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "evaluate_methods.py"
+    spec = importlib.util.spec_from_file_location("evaluate_methods", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("verify", ["exact", "edit"])
+def test_recommended_web_setting_merges_syndicated_copies_not_template_pages(verify):
+    """README's web-page recommendation on the generated web-like corpus: main content, word
+    5-grams at 0.7 (verify exact); and the strict edit setting at 0.9."""
+    pytest.importorskip("resiliparse")
+    from neardup.text.html import html_to_text
+
+    pages, story = _evaluate_methods().web_pages(6, 1)
+    texts = [html_to_text(p, main_content=True) for p in pages]
+    threshold = 0.7 if verify == "exact" else 0.9
+    config = MinHashConfig(verify=verify, threshold=threshold)
+    result = LocalEngine(2).run(
+        config.plan(), InMemorySource(texts, [str(i) for i in range(len(texts))]), want_pairs=True
+    )
+    a, b, _ = result.pairs
+    found = list(zip(a.tolist(), b.tolist()))
+    gold = {(i, j) for i in range(len(story)) for j in range(i + 1, len(story)) if story[i] == story[j]}
+    assert all(story[i] >= 0 and story[j] >= 0 for i, j in found), "template pages are not near-duplicates"
+    assert set(found) <= gold
+    assert len(found) >= (0.85 if verify == "exact" else 0.4) * len(gold)
+
+
+def test_clough_stevenson_copies_are_closer_than_independent_answers():
+    import csv
+    from pathlib import Path
+
+    root = Path("/work/shared/data/clough-stevenson")
+    if not (root / "file_information.csv").exists():
+        pytest.skip("Clough & Stevenson corpus not available (kept out of the repository)")
+    rows = list(csv.DictReader((root / "file_information.csv").open(encoding="latin-1")))
+    read = {r["File"]: (root / "files" / r["File"]).read_bytes().decode("latin-1") for r in rows}
+    orig = {r["Task"]: read[r["File"]] for r in rows if r["Category"] == "orig"}
+    by_cat: dict[str, list[float]] = {}
+    for r in rows:
+        if r["Category"] != "orig":
+            by_cat.setdefault(r["Category"], []).append(edit_similarity(read[r["File"]], orig[r["Task"]]))
+    mean = {k: float(np.mean(v)) for k, v in by_cat.items()}
+    assert mean["cut"] > mean["light"] > mean["heavy"] > mean["non"]
