@@ -114,3 +114,28 @@ def test_cli_scheduler_needs_engine_dask(tmp_path):
     r = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "--partitions", "3"])
     assert r.exit_code == 2
     assert "--engine dask" in r.output
+
+
+def test_output_folder_gets_one_part_per_input_file(tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli.main import main
+
+    data = make_corpus(n=240, seed=9)
+    shards = tmp_path / "in"
+    (shards / "sub").mkdir(parents=True)
+    names = ["a.jsonl", "sub/b.jsonl", "c.jsonl"]
+    for k, name in enumerate(names):
+        rows = range(k * 80, (k + 1) * 80)
+        (shards / name).write_text("".join(json.dumps({"id": data.ids[i], "text": data.texts[i]}) + "\n" for i in rows))
+    whole = tmp_path / "whole.jsonl"
+    r = CliRunner().invoke(main, ["dedup", str(shards), "-o", str(whole), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["dedup", str(shards), "-o", str(tmp_path / "parts") + "/", "-q"])
+    assert r.exit_code == 0, r.output
+    parts = sorted((tmp_path / "parts").iterdir())
+    assert [p.name for p in parts] == ["part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl"]
+    assert b"".join(p.read_bytes() for p in parts) == whole.read_bytes()
+    # reading order is sorted path order: a.jsonl, c.jsonl, sub/b.jsonl
+    assert {json.loads(line)["id"] for line in parts[1].read_text().splitlines()} <= set(data.ids[160:240])
+    assert len(whole.read_text().splitlines()) < 240

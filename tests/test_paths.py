@@ -137,10 +137,17 @@ def test_memory_filesystem_file_folder_and_glob():
         fs.rm("/neardup-test", recursive=True)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("s3fs") is not None, reason="s3fs is installed")
-def test_missing_filesystem_package_is_named():
-    with pytest.raises(InputError, match="s3fs"):
-        expand_inputs(["s3://bucket/data.jsonl"])
+@pytest.mark.parametrize(("url", "package"), [("s3://bucket/data.jsonl", "s3fs"), ("gs://bucket/x.parquet", "gcsfs")])
+def test_missing_filesystem_package_is_named(url, package):
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed")
+    with pytest.raises(InputError, match=package):
+        expand_inputs([url])
+
+
+def test_unknown_protocol_is_refused():
+    with pytest.raises(InputError, match="nosuchfs"):
+        expand_inputs(["nosuchfs://x/data.jsonl"])
 
 
 @pytest.fixture

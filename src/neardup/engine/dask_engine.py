@@ -36,10 +36,10 @@ import numpy as np
 
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
-from ..core.plan import GroupBy, StageContext
+from ..core.plan import GroupBy, Scan, StageContext
 from ..core.validation import check_int
 from .dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest, unique_pairs, verify_bucket
-from .local import LocalEngine
+from .local import LocalEngine, _finished, _prepared, _subset
 
 __all__ = ["DaskEngine", "local_client"]
 
@@ -65,6 +65,18 @@ def _without_batch(fn, item):
     if isinstance(result, tuple) and result and isinstance(result[0], DocBatch):
         return (None, *result[1:])
     return result
+
+
+def _lengths_and_keys(first: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """From a first pre-pass phase's result on a worker: only what the admission needs."""
+    return first[1], first[3]
+
+
+def _finish_remote(stage: Scan, config: Any, inputs: list[Any], first: tuple, chosen: np.ndarray, start: int):
+    """The second pre-pass phase on the worker that holds the first one's result: the part."""
+    batch, lengths, prepared, _ = first
+    sub = None if stage.prepare is not None else _subset(batch, chosen, start)
+    return _finished(stage, config, inputs, (batch, lengths, prepared, chosen, sub))[2]
 
 
 def _call(fn, item):
@@ -166,6 +178,48 @@ class DaskEngine(LocalEngine):
                 yield done()
         while pending:
             yield done()
+
+    def _first_scan(self, stage, config, inputs, source, prepass, admission, threads):
+        """The first scan; with the exact pre-pass, each batch's prepared form stays on its worker
+        between the two phases (only lengths and exact keys come here to be admitted)."""
+        if admission is None:
+            yield from super()._first_scan(stage, config, inputs, source, prepass, admission, threads)
+            return
+        client, retries = self.client, self.retries
+        window = 2 * self._cluster_threads()
+        first: deque = deque()
+        second: deque = deque()
+        start = 0
+
+        def admit_oldest():
+            nonlocal start
+            batch, whole, small = first.popleft()
+            lens, keys = small.result()
+            self.scan_bytes["to workers"] += _nbytes(batch)
+            self.scan_bytes["from workers"] += _nbytes(lens) + _nbytes(keys)
+            chosen = admission.admit(keys)
+            self.scan_bytes["to workers"] += _nbytes(chosen)
+            part = client.submit(_finish_remote, stage, config, inputs, whole, chosen, start, retries=retries)
+            start += int(np.count_nonzero(chosen))
+            second.append((batch, lens, part))
+
+        def finish_oldest():
+            batch, lens, part = second.popleft()
+            result = part.result()
+            self.scan_bytes["from workers"] += _nbytes(result)
+            return batch, lens, result
+
+        for batch in source():
+            whole = client.submit(_prepared, stage, config, prepass, batch, pure=False, retries=retries)
+            first.append((batch, whole, client.submit(_lengths_and_keys, whole, retries=retries)))
+            if len(first) >= window:
+                admit_oldest()
+            if len(second) >= window:
+                yield finish_oldest()
+        while first:
+            admit_oldest()
+        while second:
+            yield finish_oldest()
 
     def group_by(self, stage: GroupBy, config: Any, ctx: StageContext, inputs: list[Any]) -> dict[str, Any]:
         """The candidate stage by its definition, bucket by bucket on the workers."""

@@ -79,7 +79,9 @@ def verify_bucket(
     verify, config: Any, bucket: dict[str, np.ndarray], inputs: list[Any]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The verified pairs ``(a, b, similarity)`` of one bucket's groups, a < b, each pair once
-    (the first table's similarity), and the number of groups verified."""
+    (the first table's similarity), and the number of groups verified (a group of the same
+    documents as one already verified, from another table, is not verified again: ``verify``
+    depends only on the members)."""
     table, key, doc = bucket["table"], bucket["key"], bucket["doc"]
     m = len(doc)
     empty = np.empty(0, dtype=np.int64)
@@ -92,10 +94,16 @@ def verify_bucket(
     bounds = np.flatnonzero(change)
     found_a, found_b, found_s = [], [], []
     groups = 0
+    seen: set[bytes] = set()
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if hi - lo >= 2:
+            members = doc[lo:hi]
+            signature = members.tobytes()
+            if signature in seen:  # the same documents grouped by another table: same pairs
+                continue
+            seen.add(signature)
             groups += 1
-            a, b, s = verify(config, doc[lo:hi], *inputs)
+            a, b, s = verify(config, members, *inputs)
             found_a.append(np.asarray(a, dtype=np.int64))
             found_b.append(np.asarray(b, dtype=np.int64))
             found_s.append(np.asarray(s, dtype=np.float64))

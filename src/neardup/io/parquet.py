@@ -43,7 +43,8 @@ class _ArrowFile:
     """
 
     def __init__(self, path: str) -> None:
-        self._stream = open_binary(path)
+        # a local file is memory-mapped, so read_all() maps the batches instead of copying them
+        self._stream = open_binary(path) if is_url(path) else pa.memory_map(path, "r")
         try:
             self._table = pa.ipc.open_file(self._stream).read_all()
         except pa.ArrowInvalid:

@@ -114,6 +114,7 @@ def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> It
     texts: list[str] = []
     for path, fmt in sources:
         convert = pol.html and fmt != "txtdir"
+        before = pol.stats.documents
         for chunk in scan(path, fmt, pol, False, batch_size):
             pol.stats.documents += len(chunk.ids)
             ids += chunk.ids
@@ -125,5 +126,6 @@ def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> It
                 yield DocBatch(start, ids[:batch_size], texts[:batch_size])
                 del ids[:batch_size], texts[:batch_size]
                 start += batch_size
+        pol.stats.sources.append((path, fmt, pol.stats.documents - before))
     if ids:
         yield DocBatch(start, ids, texts)
