@@ -44,6 +44,7 @@ from neardup.methods.simhash.sketch import SimHasher, fit_idf
 from neardup.methods.spotsigs.config import SpotSigsConfig
 from neardup.methods.spotsigs.pairs import all_pairs_bruteforce
 from neardup.methods.spotsigs.signatures import extract, idf_filter
+from neardup.text.edit import edit_similarity
 from neardup.text.normalize import char_stream, tokenize
 from neardup.text.shingles import Shingling, shingle
 
@@ -94,6 +95,15 @@ def _pairs_where(mask: np.ndarray) -> set[tuple[int, int]]:
 def brute_minhash(config: MinHashConfig, texts: list[str]) -> tuple[set, bool]:
     """Pairs of non-empty documents whose similarity (signature estimate, or exact Jaccard with
     ``verify="exact"``) reaches the threshold. LSH may miss a few: (pairs, exact=False)."""
+    if config.verify == "edit":
+        _, counts = MinHasher(scheme=config.scheme).sign_texts_with_counts(texts)
+        n = len(texts)
+        mask = np.zeros((n, n), dtype=bool)
+        for i in range(n):
+            for j in range(i + 1, n):
+                if counts[i] and counts[j]:
+                    mask[i, j] = edit_similarity(texts[i], texts[j], config.edit_level) >= config.threshold
+        return _pairs_where(mask), False
     if config.verify == "exact":
         sets = [set(shingle(t, config.shingling).tolist()) for t in texts]
         n = len(sets)
@@ -189,6 +199,8 @@ BRUTE_FORCE = {
 VARIANTS: dict[str, list[MethodConfig]] = {
     "minhash": [
         MinHashConfig(verify="exact", threshold=0.7, sketch="oph"),
+        MinHashConfig(verify="edit", threshold=0.8, shingling=Shingling("word", 2)),
+        MinHashConfig(verify="edit", edit_level="char", threshold=0.85, num_perm=64),
         MinHashConfig(shingling=Shingling("char", 5), num_perm=64, threshold=0.75),
     ],
     "simhash": [SimHashConfig(bits=64, max_distance=3), SimHashConfig(weighting="idf", max_distance=10)],

@@ -437,6 +437,7 @@ NON_DEFAULT_CONFIGS = {
         ),
         dict(threshold=1.0, num_perm=64, rows=4),
         dict(bands=10),
+        dict(verify="edit", edit_level="char", threshold=0.9, candidate_threshold=0.6),
     ],
     "simhash": [
         dict(

@@ -33,6 +33,8 @@ _EXPORTS = {
     "shingle_batch": "text.shingles",
     "normalize": "text.normalize",
     "tokenize": "text.normalize",
+    "edit_similarity": "text.edit",
+    "edit_diff": "text.edit",
     "MinHashConfig": "methods.minhash.config",
     "MinHasher": "methods.minhash.sketch",
     "MinHashScheme": "methods.minhash.scheme",

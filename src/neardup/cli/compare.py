@@ -58,8 +58,9 @@ def compare_cmd(a, b, literal, ngram, char_ngram, strip_punctuation, num_perm, s
 
     A and B are text files (or, with --text, the texts). Prints the exact Jaccard, weighted
     Jaccard and containment of their shingle sets, the MinHash estimate with its confidence
-    interval, the SimHash distance (when neardup.methods.simhash is available), and the shared and
-    differing shingles.
+    interval, the SimHash distance (when neardup.methods.simhash is available), the normalized
+    edit similarity with the aligned differences (words inserted, deleted and replaced; characters
+    with --char-ngram), and the shared and differing shingles.
 
     \b
     Examples:
@@ -127,7 +128,26 @@ def _print_comparison(c, name_a: str, name_b: str) -> None:
             f"Hamming distance {s['distance']} of {s['bits']} bits (1 - d/f = "
             f"{s['similarity']:.4f}, estimated cosine {s['cosine']:.4f})",
         )
+    if c.edit is not None:
+        unit = "words" if c.edit["level"] == "word" else "characters"
+        table.add_row(
+            "edit similarity",
+            f"{c.edit['similarity']:.4f}  (1 - d/max(|A|,|B|) over {unit}; "
+            f"{c.edit['n_differences']:,} aligned differences)",
+        )
     console.print(table)
+    if c.edit is not None and c.edit["n_differences"]:
+        items = c.edit["differences"]
+        more = f" (first {len(items)})" if c.edit["n_differences"] > len(items) else ""
+        console.print(f"[bold]differences: {c.edit['n_differences']:,}{more}[/bold]")
+        for d in items:
+            if d["tag"] == "replace":
+                line = f"  replaced {escape(repr(d['old']))} -> {escape(repr(d['new']))}"
+            elif d["tag"] == "delete":
+                line = f"  deleted  {escape(repr(d['old']))}"
+            else:
+                line = f"  inserted {escape(repr(d['new']))}"
+            console.print(line, highlight=False)
     for title, items, total in (
         ("shared", c.shared, c.n_shared),
         ("only in A", c.only_a, c.n_only_a),

@@ -25,6 +25,7 @@ from .._kernels.measures import containment_sorted, jaccard_sorted
 from ..core.measures import weighted_jaccard
 from ..methods.minhash.estimate import Estimate
 from ..methods.minhash.sketch import MinHasher
+from ..text.edit import edit_diff
 from ..text.normalize import char_stream, tokenize
 from ..text.shingles import Shingling, shingle_batch
 
@@ -70,6 +71,11 @@ class Comparison:
             the same shingles (same seed), or ``None`` when :mod:`neardup.methods.simhash` is unavailable.
         shared, only_a, only_b: up to ``limit`` shingle strings of each kind, in text order.
         n_shared, n_only_a, n_only_b: how many there are in all.
+        edit: ``{"level", "similarity", "differences", "n_differences"}``: the
+            normalized edit similarity 1 - d / max(|a|, |b|) over words (characters for character
+            shingling) and up to ``limit`` aligned differences ``{"tag", "old", "new"}`` (words
+            inserted, deleted, replaced) of one optimal alignment (:func:`neardup.text.edit.edit_diff`);
+            ``None`` without rapidfuzz.
     """
 
     shingling: Shingling
@@ -87,6 +93,7 @@ class Comparison:
     n_shared: int = 0
     n_only_a: int = 0
     n_only_b: int = 0
+    edit: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -133,7 +140,23 @@ def compare(
         n_shared=len(shared),
         n_only_a=len(only_a),
         n_only_b=len(only_b),
+        edit=_edit(a, b, shingling, limit),
     )
+
+
+def _edit(a: str, b: str, shingling: Shingling, limit: int | None) -> dict | None:
+    level = "word" if shingling.kind == "word" else "char"
+    try:
+        sim, diffs = edit_diff(a, b, level, nfkc=shingling.nfkc, casefold=shingling.casefold)
+    except ImportError:
+        return None
+    cut = slice(None) if limit is None else slice(limit)
+    return {
+        "level": level,
+        "similarity": sim,
+        "differences": [{"tag": d.tag, "old": d.old, "new": d.new} for d in diffs[cut]],
+        "n_differences": len(diffs),
+    }
 
 
 def _ordered(items) -> list[str]:

@@ -16,9 +16,11 @@ from ...core.validation import (
     Real,
     conflict,
 )
+from ...text.edit import EDIT_LEVELS
 from ...text.shingles import Shingling
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, Sketched, param
 from ..registry import register
+from .edit import candidate_threshold
 from .lsh import LSHParams, params_for
 from .plan import minhash_plan
 from .scheme import MAX_NUM_PERM, SKETCHES, MinHashScheme
@@ -74,9 +76,21 @@ class MinHashConfig(MethodConfig):
     )
     verify: str = param(
         "signature",
-        Choice(("signature", "exact")),
-        "Keep a candidate pair when its signature estimate reaches the threshold, or when the exact "
-        "Jaccard of its shingle sets does (re-reads the candidate texts).",
+        Choice(("signature", "exact", "edit")),
+        "Keep a candidate pair when its signature estimate reaches the threshold, when the exact "
+        "Jaccard of its shingle sets does, or (edit) when its normalized edit similarity "
+        "1 - d/max(|a|,|b|) does (both re-read the candidate texts).",
+    )
+    edit_level: str = param(
+        "word",
+        Choice(EDIT_LEVELS),
+        "With --verify edit: edit distance over word tokens or characters.",
+    )
+    candidate_threshold: float | None = param(
+        None,
+        Optional(Real(0, 1, low_open=True)),
+        "With --verify edit: the Jaccard threshold the LSH banding is chosen for [default: from "
+        "the edit threshold by the measured relation in docs/evaluation.md].",
     )
     exact_prepass: bool = param(
         True,
@@ -95,9 +109,23 @@ class MinHashConfig(MethodConfig):
         "hash per shingle, same estimate, its own signature values).",
     )
 
+    @property
+    def lsh_threshold(self) -> float:
+        """The Jaccard threshold the banding is chosen for: ``threshold``, or with
+        ``verify="edit"`` the candidate threshold (given, or :func:`.edit.candidate_threshold`)."""
+        if self.verify != "edit":
+            return self.threshold
+        if self.candidate_threshold is not None:
+            return self.candidate_threshold
+        return candidate_threshold(self.threshold, self.shingling.n)
+
     def validate(self) -> None:
+        if self.verify != "edit" and self.candidate_threshold is not None:
+            raise conflict("candidate_threshold is for verify='edit' only")
+        if self.verify != "edit" and self.edit_level != "word":
+            raise conflict("edit_level is for verify='edit' only")
         try:
-            params_for(min(self.threshold, 0.999), self.num_perm, self.bands, self.rows)
+            params_for(min(self.lsh_threshold, 0.999), self.num_perm, self.bands, self.rows)
         except ValueError as exc:
             raise conflict(str(exc)) from None
 
@@ -111,7 +139,7 @@ class MinHashConfig(MethodConfig):
     def lsh(self) -> LSHParams:
         """The banding: chosen from the threshold and K unless ``bands``/``rows`` are given."""
         # a threshold of exactly 1.0 bands like 0.999 (the S-curve needs t < 1)
-        return params_for(min(self.threshold, 0.999), self.num_perm, self.bands, self.rows)
+        return params_for(min(self.lsh_threshold, 0.999), self.num_perm, self.bands, self.rows)
 
     def plan(self) -> Plan:
         return minhash_plan(self)
@@ -121,7 +149,7 @@ class MinHashConfig(MethodConfig):
         dups = counters.get("exact_duplicates")
         return {
             "exact duplicates (pre-pass)": f"{int(dups):,}" if dups is not None else "off",
-            "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.threshold}, K={self.num_perm}"
+            "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.lsh_threshold}, K={self.num_perm}"
             + (", one-permutation sketch)" if self.sketch == "oph" else ")"),
             "candidate pairs checked": f"{int(counters.get('checked', 0)):,} "
             f"({int(counters.get('verified', 0)):,} verified, {self.verify})",

@@ -44,6 +44,23 @@ def minhash_plan(config: MinHashConfig) -> Plan:
         Scan("read + sketch", sketch_batch, sketch_rows, prepare=encode_batch),
         Step("band", band, ("values", "counts")),
     ]
+    if config.verify == "edit":
+        from .edit import TokenRows, cluster_edit, edit_token_rows, edit_verifier, similarity_edit, verify_group_edit
+
+        stages += [
+            Step("find candidate texts", candidate_texts, ("keys", "candidates")),
+            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            Step("verifier", edit_verifier, ("values", "token_docs", "token_ids", "token_offsets")),
+            GroupBy(
+                "verify + cluster",
+                edit_groups,
+                verify_group_edit,
+                cluster_edit,
+                ("keys", "candidates", "values", "verifier"),
+            ),
+        ]
+        prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
+        return Plan(config, tuple(stages), similarity_edit, prepass)
     if config.verify == "exact":
         stages += [
             Step("find candidate texts", candidate_texts, ("keys", "candidates")),
@@ -166,6 +183,11 @@ def band_groups(config: MinHashConfig, keys: np.ndarray, candidates: np.ndarray,
     member = np.zeros(keys.shape, dtype=bool)
     member[candidates] = True
     return keys, member
+
+
+def edit_groups(config: MinHashConfig, keys: np.ndarray, candidates: np.ndarray, values: np.ndarray, verifier):
+    """Group-by keys of ``verify="edit"``: the band keys, as :func:`band_groups`."""
+    return band_groups(config, keys, candidates, verifier)
 
 
 def verify_group(
