@@ -26,6 +26,7 @@ from .options import (
     build_config,
     reject_foreign_options,
 )
+from .safety import check_output_paths, interrupts
 
 
 def _check_output_path(ctx, param, value):
@@ -168,11 +169,16 @@ def dedup_cmd(
 
     if update and against_path is None:
         raise click.UsageError("--update needs --against INDEX")
+    check_output_paths(
+        list(inputs) + ([against_path] if against_path else []),
+        {"-o": output, "--clusters": clusters_path, "--pairs": pairs_path},
+    )
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     against = None
     try:
         with (
+            interrupts(),
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             _progress(show_progress) as progress,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import glob
 import gzip
 import os
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ def _atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(final)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:
         yield tmp
@@ -57,9 +59,40 @@ def _atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+class _GzipOut(gzip.GzipFile):
+    """A gzip stream whose header holds neither a file name nor a time, so equal runs give equal
+    bytes (``gzip.open`` stores the temporary file's name and the clock); closes its file too."""
+
+    def __init__(self, path: Path) -> None:
+        self._raw = open(path, "wb")  # noqa: SIM115 (closed by close())
+        super().__init__(filename="", mode="wb", fileobj=self._raw, compresslevel=6, mtime=0)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def _remove_stale_temporaries(final: Path) -> None:
+    """Remove ``.NAME.PID.tmp`` files beside ``final`` left by runs that were killed (their
+    process is gone): a kill -9 cannot clean up, the next run does."""
+    for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
+        pid = tmp.name[len(final.name) + 2 : -4]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        except PermissionError:
+            pass  # another user's live process
+
+
 def _open_output(tmp: Path, comp: str | None):
     if comp == "gz":
-        return gzip.open(tmp, "wb", compresslevel=6)
+        return _GzipOut(tmp)
     if comp == "zst":
         return zstandard.ZstdCompressor(level=3).stream_writer(open(tmp, "wb"), closefd=True)
     return open(tmp, "wb")

@@ -1,0 +1,120 @@
+"""Outputs are never destroyed: refused overwrites, deterministic gzip, interrupts and kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neardup.cli.main import main
+
+
+def run(*args, code=0):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == code, res.output
+    return res
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """About 30k generated documents with near-duplicates: a run takes a second or two."""
+    path = tmp_path_factory.mktemp("data") / "in.jsonl"
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(5000)])
+    with open(path, "w") as f:
+        for i in range(30000):
+            words = vocab[rng.integers(0, 5000, 120 if i % 7 else 60)]
+            f.write(json.dumps({"id": f"d{i}", "text": " ".join(words)}) + "\n")
+    return path
+
+
+def test_outputs_that_would_overwrite_inputs_or_each_other_are_refused(tmp_path, corpus):
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps({"id": f"s{i}", "text": f"text {i} " * 10}) + "\n" for i in range(5)))
+    before = small.read_bytes()
+    assert "is the input" in run("dedup", small, "-o", small, code=2).output
+    assert "is the input" in run("dedup", small, "-o", tmp_path / "k.jsonl", "--clusters", small, code=2).output
+    res = run("dedup", small, "-o", tmp_path / "k.jsonl", "--pairs", tmp_path / "k.jsonl", code=2)
+    assert "same file" in res.output
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(before)
+    assert "inside the input folder" in run("dedup", folder, "-o", folder / "kept.jsonl", code=2).output
+    assert "is the input" in run("dedup", str(tmp_path / "sm*.jsonl"), "-o", small, code=2).output
+    assert small.read_bytes() == before and not (tmp_path / "k.jsonl").exists()
+
+
+def test_gzip_outputs_are_the_same_bytes_for_the_same_run(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": f"some text number {i % 4} " * 8}) + "\n" for i in range(40))
+    )
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"run{k}"
+        out.mkdir()
+        run("dedup", src, "-o", out / "kept.jsonl.gz", "--clusters", out / "c.csv.gz", "-q")
+        time.sleep(1.1)  # a header with a time would differ now
+        outs.append(((out / "kept.jsonl.gz").read_bytes(), (out / "c.csv.gz").read_bytes()))
+    assert outs[0] == outs[1]
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_an_interrupted_run_leaves_the_previous_outputs_and_no_temporaries(tmp_path, corpus, sig, code):
+    """Signals at several points of a run: the outputs are the previous set or the complete new set,
+    no temporary file is left, the exit status says what happened."""
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(out / "kept.jsonl"),
+            "--clusters", str(out / "clusters.csv"), "-q", "--workers", "1"]  # fmt: skip
+    subprocess.run(args, check=True)  # the complete set, for reference
+    complete = {p.name: p.read_bytes() for p in out.iterdir()}
+    for name in complete:
+        (out / name).write_bytes(b"previous\n")
+    previous = {p.name: p.read_bytes() for p in out.iterdir()}
+    rng = np.random.default_rng(int(sig))
+    outcomes = []
+    for delay in np.sort(rng.uniform(0.3, 2.5, 5)):
+        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        # -sig: the signal came before the command installed its handlers (during start-up)
+        assert proc.returncode in (code, 0, -sig), err
+        state = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.endswith(".tmp")}
+        assert _temporaries(out) == []
+        if proc.returncode in (code, -sig):
+            assert "Traceback" not in err and err.strip().count("\n") == 0, err  # one clean line (or none)
+            # each output is whole: the previous file or the complete new one
+            assert all(state[n] in (previous[n], complete[n]) for n in complete)
+        else:
+            assert state == complete
+            for name in complete:  # back to the previous set for the next trial
+                (out / name).write_bytes(previous[name])
+        outcomes.append(proc.returncode)
+    assert code in outcomes
+
+
+def test_a_killed_run_leaves_its_temporary_file_and_the_next_run_removes_it(tmp_path, corpus):
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(out / "kept.jsonl"), "-q"]
+    proc = subprocess.Popen(args)
+    proc.wait()
+    stale = out / ".kept.jsonl.999999999.tmp"  # a process that cannot exist
+    stale.write_bytes(b"half-written")
+    live = out / f".kept.jsonl.{os.getpid()}.tmp"  # a live process's file stays
+    live.write_bytes(b"in use")
+    subprocess.run(args, check=True)
+    assert not stale.exists() and live.exists()
