@@ -118,3 +118,28 @@ def test_a_killed_run_leaves_its_temporary_file_and_the_next_run_removes_it(tmp_
     live.write_bytes(b"in use")
     subprocess.run(args, check=True)
     assert not stale.exists() and live.exists()
+
+
+def test_non_string_ids_keep_their_json_text(tmp_path):
+    """true stays true (not True), a large integer keeps its digits (not a rounded float), an
+    object is written compactly: distinct ids stay distinct."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lines = [
+        '{"id": true, "text": "alpha beta gamma delta epsilon zeta"}',
+        '{"id": 12345678901234567890123, "text": "red green blue yellow purple orange"}',
+        '{"id": 12345678901234567890124, "text": "cat dog mouse horse cow sheep goat"}',
+        '{"id": {"a": 1}, "text": "sun moon star comet planet galaxy"}',
+        '{"id": 1.50, "text": "one two three four five six seven"}',
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    run("dedup", src, "-o", tmp_path / "k.jsonl", "--clusters", tmp_path / "c.jsonl", "-q")
+    ids = [json.loads(line)["id"] for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert ids == ["true", "12345678901234567890123", "12345678901234567890124", '{"a":1}', "1.50"]
+    table = pa.table({"id": [True, False], "text": ["alpha beta gamma delta", "one two three four"]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    run("dedup", tmp_path / "in.parquet", "-o", tmp_path / "k2.jsonl", "--clusters", tmp_path / "c2.jsonl", "-q")
+    ids = [json.loads(line)["id"] for line in (tmp_path / "c2.jsonl").read_text().splitlines()]
+    assert ids == ["true", "false"]

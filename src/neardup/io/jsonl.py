@@ -9,6 +9,7 @@ is a valid record as bytes, without parsing them again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -71,15 +72,24 @@ def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str
         if doc_id is None:
             doc_id = f"{path}:{lineno}"
         elif type(doc_id) is not str:
-            doc_id = str(doc_id)
+            doc_id = json_text_id(line, "id", doc_id)
     else:
         doc_id = obj.get(id_field)
         if doc_id is None:
             pol.reject(missing_id(path, lineno, obj, id_field, id_field in obj))
             return None
         if type(doc_id) is not str:
-            doc_id = str(doc_id)
+            doc_id = json_text_id(line, id_field, doc_id)
     return doc_id, text, obj
+
+
+def json_text_id(line: bytes, field: str, value: object) -> str:
+    """A non-string id as its JSON text, so that distinct ids stay distinct: ``true``, ``12``,
+    ``12345678901234567890123`` (digits as written, not a rounded float), ``{"a":1}`` (compact)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # numbers exactly as written: parse the line again with numbers kept as their text
+        return json.loads(line, parse_int=str, parse_float=str, parse_constant=str)[field]
+    return orjson.dumps(value).decode()
 
 
 def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from ..core.errors import InputError
 from .arrow import pa, pq
 from .paths import file_size, is_url, open_binary
@@ -133,8 +135,8 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
                             pol.reject(missing_id(path, line, names, id_field, True))
                             continue
                         doc_id = f"{path}:{line}"
-                    elif type(doc_id) is not str:
-                        doc_id = str(doc_id)
+                    elif type(doc_id) is not str:  # its JSON text: True -> true, {"a": 1} -> {"a":1}
+                        doc_id = orjson.dumps(doc_id, default=str).decode()
                 ids.append(doc_id)
                 texts.append(text)
                 if full:
