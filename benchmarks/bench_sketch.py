@@ -32,6 +32,14 @@ A last table (``--breakdown DOCS``, 20,000 by default) splits neardup's own time
 Python normalization and encoding, the kernel's first pass (normalize into a buffer), its second
 (shingle hashes), and the fold (classic or OPH), per shingle.
 
+Kernels are compiled per CPU target (``--targets``, default ``native,haswell,x86-64``): each
+target runs the whole measurement in its own subprocess with ``NUMBA_CPU_NAME`` set (and
+``NUMBA_CPU_FEATURES`` empty, so that the target's own feature set applies, not the host's), since
+numba compiles and caches kernels per target; ``native`` is the host CPU, ``haswell`` AVX2 without
+AVX-512 (what most cloud and laptop CPUs have), ``x86-64`` the SSE2 baseline. The peers are not
+compiled by numba and run in every subprocess, so each target's ratios are measured in its own run.
+A last table sets the targets side by side.
+
 Results are printed as markdown tables and saved to ``benchmarks/_results/sketch-<stamp>.json``.
 """
 
@@ -49,6 +57,7 @@ import json
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import time
 from itertools import islice
@@ -333,7 +342,15 @@ def main(argv=None) -> int:
         metavar="DOCS",
         help="documents for the where-the-time-goes table (default 20000; 0: skip)",
     )
+    ap.add_argument(
+        "--targets",
+        default="native,haswell,x86-64",
+        help="numba CPU targets, each run in a subprocess (default native,haswell,x86-64)",
+    )
+    ap.add_argument("--json-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.json_out is None:
+        return run_targets(args, argv if argv is not None else sys.argv[1:])
     if args.quick:
         args.docs, args.peer_docs, args.repeat = min(args.docs, 1000), min(args.peer_docs, 200), min(args.repeat, 3)
         args.breakdown = min(args.breakdown, 2000)
@@ -417,9 +434,8 @@ def main(argv=None) -> int:
     print_tables(rows)
     print(f"\nload average (1 min) {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs")
 
-    run_dedup.RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = run_dedup.RESULTS / f"sketch-{stamp}.json"
+    path = Path(args.json_out)
     path.write_text(
         json.dumps(
             {
@@ -437,8 +453,71 @@ def main(argv=None) -> int:
         + "\n",
         encoding="utf-8",
     )
+    return 0
+
+
+TARGET_ENV = {"native": None, "haswell": "haswell", "x86-64": "x86-64"}
+
+
+def target_env(target: str) -> dict:
+    """The environment of one target's subprocess: ``NUMBA_CPU_NAME`` (the host's for ``native``)
+    with an empty ``NUMBA_CPU_FEATURES``, so LLVM uses that CPU's own feature set."""
+    env = dict(os.environ)
+    env.pop("NUMBA_CPU_NAME", None)
+    env.pop("NUMBA_CPU_FEATURES", None)
+    name = TARGET_ENV.get(target, target)
+    if name is not None:
+        env["NUMBA_CPU_NAME"] = name
+        env["NUMBA_CPU_FEATURES"] = ""
+    return env
+
+
+def run_targets(args, argv: list[str]) -> int:
+    """Run the measurement once per CPU target, each in a fresh subprocess, then print the
+    targets side by side and save everything to one JSON file."""
+    run_dedup.RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    results = {}
+    for target in args.targets.split(","):
+        out = run_dedup.RESULTS / f"sketch-{stamp}-{target}.json"
+        print(f"\n## target {target}\n", flush=True)
+        cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--targets", target, "--json-out", str(out)]
+        subprocess.run(cmd, env=target_env(target), check=True)
+        results[target] = json.loads(out.read_text(encoding="utf-8"))
+        out.unlink()
+    print()
+    print_targets(results)
+    path = run_dedup.RESULTS / f"sketch-{stamp}.json"
+    path.write_text(
+        json.dumps({"created": stamp, "targets": results}, indent=2) + "\n",
+        encoding="utf-8",
+    )
     print(f"saved {path.relative_to(run_dedup.ROOT)}")
     return 0
+
+
+def print_targets(results: dict) -> None:
+    """One table: every tool's from-text and sketch-only MB/s per CPU target (peers are not
+    compiled per target; their columns show the spread between runs)."""
+    targets = list(results)
+    keys = []
+    for res in results.values():
+        for r in res["rows"]:
+            key = (r["kind"], r["k"], r["tool"])
+            if key not in keys:
+                keys.append(key)
+    print("**per CPU target** (MB/s per core, from text / sketch only; load average before the run)\n")
+    print("| shingles | K | tool | " + " | ".join(targets) + " |")
+    print("|---|---:|---|" + "---:|" * len(targets))
+    cell = {t: {(r["kind"], r["k"], r["tool"]): r for r in res["rows"]} for t, res in results.items()}
+    for key in keys:
+        vals = []
+        for t in targets:
+            r = cell[t].get(key)
+            vals.append(f"{r['text_mb_s']:.1f} / {r['sketch_mb_s']:.1f}" if r else "n/a")
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(vals) + " |")
+    loads = ", ".join(f"{t} {res['load_average_1min']['before']:.2f}" for t, res in results.items())
+    print(f"\nload average (1 min) before each target: {loads}")
 
 
 def print_tables(rows: list[dict]) -> None:

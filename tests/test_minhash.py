@@ -546,3 +546,25 @@ def test_text_scheme_required_for_sign():
     """A generic-set scheme refuses texts (ValueError)."""
     with pytest.raises(ValueError):
         MinHasher.for_sets(16).sign(["text"])
+
+
+def test_fold_through_32_bit_lanes_equals_the_64_bit_fold():
+    """The AVX2 fold (32-bit lanes) gives the 64-bit fold's values bit for bit, whichever the
+    kernels use on this CPU; edge hashes (0, all ones, carries) included."""
+    from neardup._kernels.minhash import fold_minhash, fold_minhash32, permutations, split_permutations
+
+    rng = np.random.default_rng(19)
+    for k in (1, 7, 64, 128):
+        a, b = permutations(np.uint64(rng.integers(0, 2**63)), k)
+        halves = split_permutations(a, b)
+        assert (halves[0].astype(np.uint64) | (halves[1].astype(np.uint64) << np.uint64(32)) == a).all()
+        for n in (0, 1, 2, 3, 50, 1001):
+            hs = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+            if n >= 3:
+                hs[:3] = [0, 2**64 - 1, 2**32 - 1]
+            wide, narrow = np.empty(k, np.uint32), np.empty(k, np.uint32)
+            fold_minhash(hs, 0, n, a, b, np.empty(k, np.uint64), wide)
+            fold_minhash32(hs, 0, n, halves, np.empty(k, np.uint32), narrow)
+            assert (wide == narrow).all(), (k, n)
+            if n == 0:
+                assert (wide == 0xFFFFFFFF).all()
