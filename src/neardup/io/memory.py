@@ -1,0 +1,110 @@
+"""Documents held in memory: a list of texts, a pandas DataFrame, a pyarrow Table or
+RecordBatchReader, or a Hugging Face ``datasets.Dataset``.
+
+pandas and ``datasets`` stay optional: they are never imported here; a DataFrame or a Dataset
+is recognised by the methods it has (``to_arrow``-like conversions that each library provides).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..core.errors import InputError
+
+
+def is_in_memory(data: Any) -> bool:
+    """True when ``data`` is documents held in memory rather than input paths.
+
+    A list of strings is paths when every item names an existing file or folder, texts when none
+    does; a list that mixes both is refused (a typo in one path must not turn the paths into texts).
+
+    >>> is_in_memory(["a text, not a path"]), is_in_memory(pa.table({"text": ["x"]}))
+    (True, True)
+    """
+    if isinstance(data, (str, os.PathLike)):
+        return False
+    if isinstance(data, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)):
+        return True
+    if _is_dataframe(data) or _is_hf_dataset(data):
+        return True
+    if isinstance(data, Sequence):
+        items = list(data)
+        if not items or any(isinstance(x, os.PathLike) for x in items):
+            return False
+        if not all(isinstance(x, str) for x in items):
+            bad = next(x for x in items if not isinstance(x, str))
+            raise TypeError(f"a list given to dedup must hold texts or paths (str), got {type(bad).__name__}")
+        exists = [len(x) < 4096 and "\n" not in x and os.path.exists(x) for x in items]
+        if all(exists):
+            return False
+        if any(exists):
+            missing = items[exists.index(False)]
+            raise InputError(
+                "<list>",
+                None,
+                f"the list mixes existing paths with other strings (first non-path: {missing[:80]!r}): "
+                "give either paths that all exist or texts",
+            )
+        return True
+    return False
+
+
+def _is_dataframe(data: Any) -> bool:
+    return type(data).__module__.split(".")[0] == "pandas" and type(data).__name__ == "DataFrame"
+
+
+def _is_hf_dataset(data: Any) -> bool:
+    return type(data).__module__.split(".")[0] == "datasets" and hasattr(data, "data") and hasattr(data, "column_names")
+
+
+def to_table(data: Any) -> pa.Table:
+    """The documents of ``data`` as a pyarrow Table (a list of texts becomes one ``text`` column)."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if _is_dataframe(data):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if _is_hf_dataset(data):
+        table = data.data.table if hasattr(data.data, "table") else data.data
+        indices = getattr(data, "_indices", None)
+        if indices is not None:  # a filtered or shuffled Dataset: rows through its index mapping
+            table = table.take(indices.column(0))
+        return table
+    return pa.table({"text": pa.array(list(data), pa.string())})
+
+
+def texts_and_ids(data: Any, text_field: str = "text", id_field: str | None = None) -> tuple[list[str], list[str]]:
+    """Texts and ids of in-memory ``data``; ids default to row positions ``"0"``, ``"1"``, ...
+
+    >>> texts_and_ids(pa.table({"body": ["a", "b"], "k": [7, 9]}), "body", "k")
+    (['a', 'b'], ['7', '9'])
+    """
+    table = to_table(data)
+    if isinstance(data, Sequence) and not isinstance(data, (pa.Table, str)):
+        text_field = "text"
+    names = table.column_names
+    if text_field not in names:
+        raise InputError("<data>", None, f"text field {text_field!r} not found in the data; its columns are {names}")
+    col = table.column(text_field)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        raise InputError("<data>", None, f"text field {text_field!r} must hold strings, its type is {col.type}")
+    texts = col.to_pylist()
+    nulls = [i for i, t in enumerate(texts) if t is None]
+    if nulls:
+        raise InputError(
+            "<data>", nulls[0] + 1, f"text field {text_field!r} is null in row {nulls[0]} ({len(nulls)} null rows)"
+        )
+    if id_field is None:
+        ids = [str(i) for i in range(len(texts))]
+    else:
+        if id_field not in names:
+            raise InputError("<data>", None, f"id field {id_field!r} not found in the data; its columns are {names}")
+        ids = [str(v) for v in table.column(id_field).to_pylist()]
+    return texts, ids
