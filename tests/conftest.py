@@ -45,3 +45,18 @@ def make_corpus(n: int = 400, seed: int = 7, copy_rate: float = 0.3, max_edits: 
 @pytest.fixture(scope="session")
 def corpus() -> Corpus:
     return make_corpus()
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """One LocalCluster of 2 worker processes (one thread each) for the whole session."""
+    pytest.importorskip("dask.distributed")
+    from neardup.engine.dask_engine import local_client
+
+    client = local_client(2, memory_limit=None)
+    try:
+        yield client
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()

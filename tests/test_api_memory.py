@@ -90,7 +90,9 @@ def test_clear_errors(tmp_path):
         neardup.dedup(pa.table({"text": ["a", None]}))
     p = tmp_path / "a.jsonl"
     p.write_text('{"text": "x"}\n')
-    with pytest.raises(InputError, match="mixes existing paths"):
+    with pytest.raises(InputError, match="mixes a path"):
+        neardup.dedup([str(p), "a text with spaces"])
+    with pytest.raises(InputError, match=r"typo\.jsonl"):  # a missing path stays a path, named
         neardup.dedup([str(p), str(tmp_path / "typo.jsonl")])
     with pytest.raises(TypeError, match="texts or paths"):
         neardup.dedup(["a", 3])

@@ -35,6 +35,7 @@ LAYERS = {
     "index": 4,
     "io": 5,
     "api": 6,
+    "incremental": 6,
     "eval": 6,
     "cli": 7,
     "service": 7,

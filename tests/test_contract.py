@@ -257,6 +257,27 @@ def test_same_output_for_every_engine_and_worker_count(config):
             assert np.array_equal(x, y), f"pairs differ with engine {key}"
 
 
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_dask_engine_gives_the_same_output(config, dask_client):
+    """The Dask engine on a LocalCluster of 2 worker processes: the local engine's answer."""
+    from neardup.engine.dask_engine import DaskEngine
+
+    base = run(config, "1")
+    ids, texts = corpus()
+    for want_pairs in (True, False):
+        other = DaskEngine(dask_client, partitions=3).run(
+            config.plan(), InMemorySource(texts, ids, batch_size=37), want_pairs=want_pairs
+        )
+        assert other.ids == base.ids
+        for name in ("root", "kept", "similarity", "empty", "lengths"):
+            assert np.array_equal(getattr(other, name), getattr(base, name)), f"{name} differs on dask"
+        if want_pairs:
+            for x, y in zip(other.pairs, base.pairs):
+                assert np.array_equal(x, y), "pairs differ on dask"
+        else:
+            assert other.pairs is None
+
+
 @pytest.mark.parametrize(
     "config",
     [c for c in CONFIGS if hasattr(c, "exact_prepass")],

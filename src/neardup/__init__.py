@@ -57,6 +57,7 @@ _EXPORTS = {
     "HammingIndex": "index.hamming",
     "ExactIndex": "index.exact",
     "index_for": "index",
+    "Index": "index.durable",
     "DedupResult": "api",
     "dedup": "api",
     "LocalEngine": "engine.local",

@@ -1,3 +1,4 @@
 from .cli.main import main
 
-main()
+if __name__ == "__main__":  # not in the processes multiprocessing spawns (a Dask LocalCluster)
+    main()

@@ -179,6 +179,7 @@ def dedup(
     on_error: Literal["fail", "skip"] = "fail",
     html: bool = False,
     main_content: bool = False,
+    input_format: str | None = None,
     want_pairs: bool = False,
     engine: Engine | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -189,12 +190,15 @@ def dedup(
     ``paths`` is a list of input paths, or documents held in memory: a list of texts, a pandas
     DataFrame, a pyarrow Table or RecordBatchReader, or a Hugging Face ``datasets.Dataset``
     (``text_field`` / ``id_field`` name its columns; ids default to row positions). A list of
-    strings is paths when every one exists, texts when none does.
+    strings is paths when every one looks like a path (no whitespace; exists, ``-``, a URL, a glob
+    or an input extension), texts when none does.
 
     ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
     of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
     with ``workers`` threads, every core when None); ``html`` strips markup from the text field
-    (``main_content``: keep each page's main block).
+    (``main_content``: keep each page's main block). ``paths`` may hold files, folders of shards,
+    globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
+    (:mod:`neardup.io.paths`).
 
     >>> import tempfile, pathlib, json
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -236,6 +240,7 @@ def dedup(
             stats=stats,
             html=html,
             main_content=main_content,
+            input_format=input_format,
         )
 
     engine = engine or LocalEngine(workers or default_workers())

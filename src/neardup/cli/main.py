@@ -8,7 +8,9 @@ from .. import __version__
 from .compare import compare_cmd
 from .dedup import dedup_cmd
 from .evaluate import eval_cmd
+from .index import index_group
 from .report import report_cmd
+from .serve import serve_cmd
 from .tune import tune_cmd
 
 
@@ -21,5 +23,5 @@ def main() -> None:
     """
 
 
-for _command in (dedup_cmd, tune_cmd, compare_cmd, eval_cmd, report_cmd):
+for _command in (dedup_cmd, index_group, serve_cmd, tune_cmd, compare_cmd, eval_cmd, report_cmd):
     main.add_command(_command)

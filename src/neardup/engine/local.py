@@ -176,7 +176,7 @@ class LocalEngine:
                     else:
                         counted = _Counted(source())
                         batches = counted if groups is None else representatives(counted, groups.sketch)
-                        for batch, part in threads.stream(partial(_map, stage, config, inputs), batches):
+                        for batch, part in self.stream(threads, partial(_map, stage, config, inputs), batches):
                             reducer.add(part)
                             progress.advance(len(batch))
                         if counted.documents != len(ids):
@@ -202,8 +202,13 @@ class LocalEngine:
         """The candidate stage: the method's fast path on this machine."""
         return stage.local(config, ctx, *inputs)
 
-    @staticmethod
+    def stream(self, threads: Threads, fn, items: Iterable[Any]) -> Iterator[Any]:
+        """``fn`` over the batches of a scan, results in input order: on the job's threads here;
+        an engine that runs batches elsewhere overrides this."""
+        return threads.stream(fn, items)
+
     def _first_scan(
+        self,
         stage: Scan,
         config: Any,
         inputs: list[Any],
@@ -213,7 +218,7 @@ class LocalEngine:
         threads: Threads,
     ):
         if admission is None:
-            yield from threads.stream(partial(_whole, stage, config, inputs), source())
+            yield from self.stream(threads, partial(_whole, stage, config, inputs), source())
             return
 
         def admitted(items):
@@ -226,5 +231,5 @@ class LocalEngine:
                     start += len(sub)
                 yield batch, lens, prepared, chosen, sub
 
-        prepared = threads.stream(partial(_prepared, stage, config, prepass), source())
-        yield from threads.stream(partial(_finished, stage, config, inputs), admitted(prepared))
+        prepared = self.stream(threads, partial(_prepared, stage, config, prepass), source())
+        yield from self.stream(threads, partial(_finished, stage, config, inputs), admitted(prepared))

@@ -9,6 +9,9 @@ Every index follows one contract (:class:`~neardup.index.base.Index`, documented
 - :class:`~neardup.index.hamming.HammingIndex`: SimHash fingerprints, permuted tables (``simhash``);
 - :class:`~neardup.index.exact.ExactIndex`: exact 128-bit keys (``exact``).
 
+:class:`~neardup.index.durable.DurableIndex` (``neardup.Index``) keeps documents in a SQLite file
+and one of these in memory: an index that survives the process and grows (:mod:`neardup.index.durable`).
+
 :func:`index_for` builds the index of a method config with the batch job's settings::
 
     config = MinHashConfig(threshold=0.9)
@@ -28,7 +31,7 @@ from typing import Any
 from ..core.validation import Instance, ParameterError, check
 from ..methods.base import MethodConfig
 
-__all__ = ["ExactIndex", "HammingIndex", "Index", "LSHIndex", "SortedRuns", "index_for"]
+__all__ = ["DurableIndex", "ExactIndex", "HammingIndex", "Index", "LSHIndex", "SortedRuns", "index_for"]
 
 _CLASSES = {
     "Index": "base",
@@ -36,6 +39,7 @@ _CLASSES = {
     "HammingIndex": "hamming",
     "ExactIndex": "exact",
     "SortedRuns": "runs",
+    "DurableIndex": "durable",
 }
 
 _BY_METHOD = {"minhash": "LSHIndex", "simhash": "HammingIndex", "exact": "ExactIndex"}

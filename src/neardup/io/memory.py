@@ -19,8 +19,9 @@ from ..core.errors import InputError
 def is_in_memory(data: Any) -> bool:
     """True when ``data`` is documents held in memory rather than input paths.
 
-    A list of strings is paths when every item names an existing file or folder, texts when none
-    does; a list that mixes both is refused (a typo in one path must not turn the paths into texts).
+    A list of strings is paths when every item looks like one (no whitespace, and it exists or is
+    ``-``, a URL, a glob or a name with an input extension), texts when none does; a list that mixes
+    both is refused (a typo in one path must not turn the paths into texts).
 
     >>> is_in_memory(["a text, not a path"]), is_in_memory(pa.table({"text": ["x"]}))
     (True, True)
@@ -38,19 +39,32 @@ def is_in_memory(data: Any) -> bool:
         if not all(isinstance(x, str) for x in items):
             bad = next(x for x in items if not isinstance(x, str))
             raise TypeError(f"a list given to dedup must hold texts or paths (str), got {type(bad).__name__}")
-        exists = [len(x) < 4096 and "\n" not in x and os.path.exists(x) for x in items]
-        if all(exists):
+        looks = [_looks_like_path(x) for x in items]
+        if all(looks):
             return False
-        if any(exists):
-            missing = items[exists.index(False)]
+        if any(looks):
+            path = items[looks.index(True)]
             raise InputError(
                 "<list>",
                 None,
-                f"the list mixes existing paths with other strings (first non-path: {missing[:80]!r}): "
-                "give either paths that all exist or texts",
+                f"the list mixes a path ({path[:80]!r}) with texts: give either paths (files, folders, globs, "
+                "URLs) or texts",
             )
         return True
     return False
+
+
+_EXTENSIONS = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".parquet", ".csv", ".arrow", ".txt", ".gz", ".zst")
+
+
+def _looks_like_path(x: str) -> bool:
+    """A string is read as a path when it has no whitespace and exists, is ``-``, a URL, a glob or
+    ends in an input extension (a missing file then fails in the reader, naming it)."""
+    if len(x) > 4096 or any(c.isspace() for c in x):
+        return False
+    if x == "-" or "://" in x or os.path.exists(x):
+        return True
+    return any(c in x for c in "*?[") or x.lower().endswith(_EXTENSIONS)
 
 
 def _is_dataframe(data: Any) -> bool:

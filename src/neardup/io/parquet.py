@@ -6,12 +6,12 @@ counted as skipped. Binary text cells are decoded as UTF-8; a row's line is its 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import InputError
-from .arrow import pq
+from .arrow import pa, pq
+from .paths import file_size, is_url, open_binary
 from .policy import (
     Chunk,
     Policy,
@@ -34,12 +34,55 @@ def _parquet_text(value: Any, path: str, line: int, text_field: str) -> str | In
     return text_not_str(path, line, value, text_field)
 
 
-def scan_parquet(path: str, pol: Policy, full: bool, rows: int) -> Iterator[Chunk]:
-    """Parquet. payload (full): (record batch with all columns, positions of valid rows or None)."""
+class _ArrowFile:
+    """An Arrow IPC file or stream (``.arrow``) with the part of ``pq.ParquetFile``'s interface the
+    scanner uses: ``schema_arrow``, ``metadata.num_rows``, ``iter_batches``, ``with``.
+
+    Hugging Face ``datasets.save_to_disk`` writes the stream format, ``pyarrow.ipc.new_file`` the
+    file format; both are read. The record batches are re-cut to ``batch_size`` rows.
+    """
+
+    def __init__(self, path: str) -> None:
+        # a local file is memory-mapped, so read_all() maps the batches instead of copying them
+        self._stream = open_binary(path) if is_url(path) else pa.memory_map(path, "r")
+        try:
+            self._table = pa.ipc.open_file(self._stream).read_all()
+        except pa.ArrowInvalid:
+            self._stream.seek(0)
+            self._table = pa.ipc.open_stream(self._stream).read_all()
+        self.schema_arrow = self._table.schema
+        self.metadata = self._table  # .num_rows
+
+    def iter_batches(self, batch_size: int, columns=None):
+        table = self._table if columns is None else self._table.select(columns)
+        return iter(table.to_batches(max_chunksize=batch_size))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stream.close()
+
+
+def open_table(path: str, fmt: str = "parquet"):
+    """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL."""
+    if fmt == "arrow":
+        return _ArrowFile(path)
+    return pq.ParquetFile(open_binary(path) if is_url(path) else path)
+
+
+def read_schema(path: str, fmt: str = "parquet"):
+    """The Arrow schema of a Parquet or Arrow file."""
+    with open_table(path, fmt) as f:
+        return f.schema_arrow
+
+
+def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parquet") -> Iterator[Chunk]:
+    """Parquet or Arrow IPC. payload (full): (record batch with all columns, positions of valid rows or None)."""
     pol.stats.files += 1
     text_field, id_field = pol.text_field, pol.id_field
     try:
-        pf = pq.ParquetFile(path)
+        pf = open_table(path, fmt)
     except unreadable_errors() as exc:
         pol.reject(unreadable(path, exc))
         return
@@ -100,4 +143,4 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int) -> Iterator[Chun
             if ids:
                 all_valid = len(ids) == batch.num_rows
                 yield Chunk(ids, texts, (batch, None if all_valid else valid) if full else None)
-        pol.stats.bytes_read += os.path.getsize(path)
+        pol.stats.bytes_read += file_size(path)

@@ -40,6 +40,8 @@ class ReadStats:
         reasons: reason -> number of skipped records, e.g. ``{"malformed JSON": 2}``.
         bytes_read: bytes of input consumed: the decompressed stream for JSONL and CSV, the file
             size for Parquet and ``.txt``/``.html`` files.
+        sources: ``(path, format, documents)`` of each input source read, in reading order (the
+            expanded inputs: every shard of a folder, every match of a glob).
     """
 
     files: int = 0
@@ -47,6 +49,7 @@ class ReadStats:
     skipped: int = 0
     reasons: Counter = field(default_factory=Counter)
     bytes_read: int = 0
+    sources: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------

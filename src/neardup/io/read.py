@@ -9,7 +9,8 @@ Inputs (the format is chosen by the path, :mod:`neardup.io.formats`):
   declares when it is not UTF-8);
 * ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
 * ``.csv`` with a header row, optionally ``.gz``/``.zst``;
-* ``.parquet``.
+* ``.parquet`` and ``.arrow`` (Arrow IPC file or stream, as Hugging Face ``save_to_disk`` writes);
+* folders of such shards, globs, ``-`` (standard input) and fsspec URLs (:mod:`neardup.io.paths`).
 
 With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
 the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
@@ -40,15 +41,14 @@ columns. Reading holds the texts of a few batches at a time, never the whole inp
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 from ..core.documents import DocBatch
 from ..text.html import html_to_text
 from .csv import scan_csv
-from .formats import input_format
 from .jsonl import scan_jsonl
 from .parquet import scan_parquet
+from .paths import expand_inputs
 from .policy import Chunk, Policy, ReadStats, make_policy
 from .textdir import scan_txtdir
 
@@ -58,18 +58,14 @@ def scan(path: str, fmt: str, pol: Policy, full: bool, rows: int) -> Iterator[Ch
         return scan_jsonl(path, pol, full)
     if fmt == "csv":
         return scan_csv(path, pol, full)
-    if fmt == "parquet":
-        return scan_parquet(path, pol, full, rows)
+    if fmt in ("parquet", "arrow"):
+        return scan_parquet(path, pol, full, rows, fmt)
     return scan_txtdir(path, pol, full)
 
 
-def resolve_inputs(paths) -> list[tuple[str, str]]:
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    sources = [(str(p), input_format(p)) for p in paths]
-    if not sources:
-        raise ValueError("no input paths given")
-    return sources
+def resolve_inputs(paths, input_format: str | None = None) -> list[tuple[str, str]]:
+    """The ``(path, format)`` sources of ``paths``: :func:`neardup.io.paths.expand_inputs`."""
+    return expand_inputs(paths, input_format)
 
 
 def read_documents(
@@ -82,6 +78,7 @@ def read_documents(
     stats: ReadStats | None = None,
     html: bool = False,
     main_content: bool = False,
+    input_format: str | None = None,
 ) -> Iterator[DocBatch]:
     """Stream the documents of ``paths`` (read in the order given) as
     :class:`~neardup.core.documents.DocBatch` es.
@@ -90,6 +87,10 @@ def read_documents(
     returns (a missing path or unknown extension raises :class:`~neardup.core.errors.InputError`
     at once); records are
     read lazily. ``stats``, if given, is updated as batches are produced.
+
+    ``paths`` may name files, folders of shards, globs, ``-`` (standard input) and fsspec URLs
+    (:mod:`neardup.io.paths`); ``input_format`` (``jsonl``, ``csv``, ``parquet``, ``arrow``)
+    overrides the extensions.
 
     ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with
     :func:`neardup.text.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
@@ -103,7 +104,7 @@ def read_documents(
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     pol = make_policy(text_field, id_field, on_error, stats, html, main_content)
-    sources = resolve_inputs(paths)
+    sources = resolve_inputs(paths, input_format)
     return _batches(sources, pol, batch_size)
 
 
@@ -113,6 +114,7 @@ def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> It
     texts: list[str] = []
     for path, fmt in sources:
         convert = pol.html and fmt != "txtdir"
+        before = pol.stats.documents
         for chunk in scan(path, fmt, pol, False, batch_size):
             pol.stats.documents += len(chunk.ids)
             ids += chunk.ids
@@ -124,5 +126,6 @@ def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> It
                 yield DocBatch(start, ids[:batch_size], texts[:batch_size])
                 del ids[:batch_size], texts[:batch_size]
                 start += batch_size
+        pol.stats.sources.append((path, fmt, pol.stats.documents - before))
     if ids:
         yield DocBatch(start, ids, texts)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import zstandard
 
 from .formats import compression
+from .paths import open_binary
 from .policy import Policy, unreadable, unreadable_errors
 
 BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
@@ -75,10 +76,10 @@ def open_input(name: str, pol: Policy):
     comp = compression(name)
     try:
         if comp == "gz":
-            return gzip.open(name, "rb")
+            return gzip.open(open_binary(name), "rb")
         if comp == "zst":
-            return _ZstdReader(open(name, "rb"))
-        return open(name, "rb")
+            return _ZstdReader(open_binary(name))
+        return open_binary(name)
     except OSError as exc:
         pol.reject(unreadable(name, exc))
         return None

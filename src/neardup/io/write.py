@@ -29,6 +29,7 @@ from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
 from .jsonl import copy_kept_jsonl
+from .parquet import read_schema
 from .policy import Chunk, Policy, ReadStats, make_policy, unreadable_errors
 from .read import resolve_inputs, scan
 from .streams import BLOCK, WRITE_ROWS, open_input
@@ -95,7 +96,7 @@ def _chunk_records(fmt: str, chunk: Chunk, sel: list[int]) -> list[dict]:
     if fmt == "csv":
         header, rows = chunk.payload
         return [dict(zip(header, rows[i])) for i in sel]
-    if fmt == "parquet":
+    if fmt in ("parquet", "arrow"):
         batch, valid = chunk.payload
         take = sel if valid is None else [valid[i] for i in sel]
         return batch.take(pa.array(take, type=pa.int64())).to_pylist()
@@ -165,9 +166,9 @@ def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
     if fmt == "txtdir":
         cols.add("id", pa.string())
         cols.add("text", pa.string())
-    elif fmt == "parquet":
+    elif fmt in ("parquet", "arrow"):
         with contextlib.suppress(*unreadable_errors()):
-            for f in pq.read_schema(path):
+            for f in read_schema(path, fmt):
                 cols.add(f.name, f.type)
     elif fmt == "csv":
         allow_large_csv_fields()
@@ -297,7 +298,7 @@ class _ParquetSink:
         self._rows = 0
 
     def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
-        if fmt == "parquet" and chunk.payload[0].schema.equals(self._schema, check_metadata=False):
+        if fmt in ("parquet", "arrow") and chunk.payload[0].schema.equals(self._schema, check_metadata=False):
             batch, valid = chunk.payload
             take = sel if valid is None else [valid[i] for i in sel]
             out = batch.take(pa.array(take, type=pa.int64()))
@@ -344,9 +345,9 @@ def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray
     if out_fmt == "csv":
         return _CsvSink(tmp, comp, list(_plan_columns(sources, keep, plan_pol, False).types))
     schemas = []
-    if all(fmt == "parquet" for _, fmt in sources):
+    if all(fmt in ("parquet", "arrow") for _, fmt in sources):
         with contextlib.suppress(*unreadable_errors()):
-            schemas = [pq.read_schema(path) for path, _ in sources]
+            schemas = [read_schema(path, fmt) for path, fmt in sources]
     if schemas and all(s.equals(schemas[0], check_metadata=False) for s in schemas):
         return _ParquetSink(tmp, schemas[0], set())  # the input schema, metadata included
     cols = _plan_columns(sources, keep, plan_pol, True)
@@ -362,6 +363,7 @@ def write_kept(
     id_field: str | None = None,
     on_error: str = "fail",
     all_valid: bool = False,
+    input_format: str | None = None,
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
@@ -384,7 +386,7 @@ def write_kept(
     >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
     """
     pol = make_policy(text_field, id_field, on_error, None)
-    sources = resolve_inputs(paths)
+    sources = resolve_inputs(paths, input_format)
     keep = np.asarray(keep)
     if keep.ndim != 1 or keep.dtype != np.bool_:
         raise ValueError(f"keep must be a 1-D boolean array, got shape {keep.shape} dtype {keep.dtype}")

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The Dask engine against the local engine on the same cores: wall time, peak memory per
+process, bytes moved per stage, and that the answer is the same.
+
+    python benchmarks/bench_dask.py [--docs 100000] [--workers 2] [--repeat 3] [--method minhash]
+                                    [--partitions N]
+
+The corpus is ``run_dedup.py``'s generated one (``examples/generate_corpus.py``, seed 1, 20%
+planted duplicates; 1M documents, the target size, are about 1.8 GB of JSONL). Each run is its own
+subprocess running ``neardup.dedup`` on the file (nothing written), after an untimed warm-up that
+fills numba's compile cache:
+
+- ``local``: ``LocalEngine(workers=W)``, W threads in one process;
+- ``dask``: ``DaskEngine`` on a LocalCluster of W worker processes with one thread each (cluster
+  start-up timed separately, not in the job's time).
+
+Measured: the job's wall time (median of ``--repeat`` runs), peak resident memory of the driver
+(``ru_maxrss``) and of each Dask worker (``ru_maxrss`` read on the worker before it closes), the
+payload bytes (array bytes plus text characters) the scans send to and get from the workers,
+the bytes of (table, key, document) entries the candidate stage shuffles, and the stage times.
+Ratios are dask / local, measured in the same run. Results are printed as markdown and saved to
+``benchmarks/_results/dask-<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run_dedup
+
+RESULTS = Path(__file__).resolve().parent / "_results"
+
+
+def one(engine: str, corpus: str, workers: int, method: str, partitions: int | None) -> dict:
+    """Run one job in this process; return its measurements."""
+    import numpy as np
+
+    import neardup
+    from neardup.methods.registry import get_method
+
+    config = get_method(method)()
+    out: dict = {"engine": engine}
+    client = None
+    if engine == "dask":
+        from neardup.engine.dask_engine import DaskEngine, local_client
+
+        t0 = time.perf_counter()
+        client = local_client(workers, memory_limit=None)
+        out["cluster_start_s"] = time.perf_counter() - t0
+        job_engine = DaskEngine(client, partitions=partitions)
+        kwargs = {"engine": job_engine}
+    else:
+        kwargs = {"workers": workers}
+    t0 = time.perf_counter()
+    result = neardup.dedup([corpus], config, **kwargs)
+    out["wall_s"] = time.perf_counter() - t0
+    out["documents"] = result.n_documents
+    out["removed"] = result.n_removed
+    out["timings"] = dict(result.timings)
+    out["keep_digest"] = int(np.packbits(result.keep_mask).view(np.uint8).astype(np.uint64).sum())
+    out["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if client is not None:
+        out["scan_bytes"] = dict(job_engine.scan_bytes)
+        out["shuffle_bytes"] = dict(job_engine.shuffle_bytes)
+        peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        out["worker_peak_mb"] = sorted(peaks.values())
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    return out
+
+
+def run_child(engine: str, corpus: Path, args) -> dict:
+    cmd = [sys.executable, __file__, "--one", engine, "--corpus", str(corpus), "--workers", str(args.workers)]
+    cmd += ["--method", args.method] + (["--partitions", str(args.partitions)] if args.partitions else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise SystemExit(f"{engine} run failed:\n{r.stderr[-4000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, default=100_000, help="documents (1M is the target size)")
+    ap.add_argument("--workers", type=int, default=2, help="threads (local) = worker processes (dask)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--method", default="minhash")
+    ap.add_argument("--partitions", type=int, default=None)
+    ap.add_argument("--one", choices=["local", "dask"], help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.corpus, args.workers, args.method, args.partitions)))
+        return
+    corpus, _ = run_dedup.ensure_corpus(args.docs, 1, 0.2)
+    run_dedup.warm_page_cache(corpus)
+    run_child("local", corpus, args)  # warm-up: numba's compile cache
+    runs: dict[str, list[dict]] = {"local": [], "dask": []}
+    for _ in range(args.repeat):
+        for engine in ("local", "dask"):
+            runs[engine].append(run_child(engine, corpus, args))
+    local, dask = runs["local"], runs["dask"]
+    if {r["keep_digest"] for r in local} != {r["keep_digest"] for r in dask}:
+        raise SystemExit("the engines disagree on which documents to keep")
+    med = {e: statistics.median(r["wall_s"] for r in rs) for e, rs in runs.items()}
+    print(f"\n## bench_dask: {args.method}, {local[0]['documents']:,} documents, {args.workers} cores\n")
+    print("| engine | job wall s (median) | driver peak MB | worker peak MB | removed |")
+    print("|---|---:|---:|---:|---:|")
+    for e, rs in runs.items():
+        wp = ", ".join(f"{m:.0f}" for m in rs[-1].get("worker_peak_mb", [])) or "-"
+        print(f"| {e} | {med[e]:.2f} | {rs[-1]['driver_peak_mb']:.0f} | {wp} | {rs[-1]['removed']:,} |")
+    print(f"\ndask / local wall time: {med['dask'] / med['local']:.2f}x")
+    print(f"dask cluster start-up: {statistics.median(r['cluster_start_s'] for r in dask):.2f} s (not in the job time)")
+    last = dask[-1]
+    print("\n| stage | local s | dask s |")
+    print("|---|---:|---:|")
+    for stage in local[-1]["timings"]:
+        print(f"| {stage} | {local[-1]['timings'][stage]:.2f} | {last['timings'].get(stage, float('nan')):.2f} |")
+    print("\n| bytes moved (dask) | MB |")
+    print("|---|---:|")
+    for k, v in last["scan_bytes"].items():
+        print(f"| scans, {k} | {v / 1e6:.1f} |")
+    for k, v in last["shuffle_bytes"].items():
+        print(f"| shuffle of {k} | {v / 1e6:.1f} |")
+    RESULTS.mkdir(exist_ok=True)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    path = RESULTS / f"dask-{stamp}.json"
+    path.write_text(json.dumps({"args": vars(args), "runs": runs}, indent=1))
+    print(f"\nsaved {path}")
+
+
+if __name__ == "__main__":
+    main()

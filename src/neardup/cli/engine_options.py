@@ -1,0 +1,80 @@
+"""The ``--engine``, ``--scheduler`` and ``--partitions`` options, and the engine they choose.
+
+``--engine local`` (default) runs on this machine's threads (``--workers``); ``--engine dask``
+runs on a ``dask.distributed`` cluster: the scheduler at ``--scheduler ADDRESS``
+(``tcp://host:8786``), or a new LocalCluster of ``--workers`` worker processes (default: one per
+core) that lives as long as the command. ``--partitions`` sets the shuffle buckets of the
+candidate stage (default: 4 per worker thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from ..core.errors import NeardupError
+
+__all__ = ["add_engine_options", "chosen_engine"]
+
+
+def add_engine_options(command: Callable) -> Callable:
+    """Decorate a click command with the engine options."""
+    options = [
+        click.option(
+            "--engine",
+            type=click.Choice(["local", "dask"]),
+            default="local",
+            show_default=True,
+            help="Where the job runs: this machine's threads, or a dask.distributed cluster (pip install "
+            "'neardup[dask]'); the answer is the same.",
+        ),
+        click.option(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="With --engine dask: the scheduler to use (tcp://host:8786) [default: a LocalCluster of "
+            "--workers processes].",
+        ),
+        click.option(
+            "--partitions",
+            type=click.IntRange(min=1),
+            default=None,
+            help="With --engine dask: shuffle buckets of the candidate stage [default: 4 per worker thread].",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@contextmanager
+def chosen_engine(engine: str, scheduler: str | None, partitions: int | None, workers: int | None) -> Iterator:
+    """The engine to pass to :func:`neardup.dedup` (None: the local engine with ``workers``)."""
+    if engine == "local":
+        if scheduler is not None or partitions is not None:
+            raise click.UsageError("--scheduler and --partitions need --engine dask")
+        yield None
+        return
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:
+        raise NeardupError("--engine dask needs dask.distributed: pip install 'neardup[dask]'") from exc
+    from ..engine.dask_engine import DaskEngine, local_client
+
+    if scheduler is not None:
+        if workers is not None:
+            raise click.UsageError("--workers sets the LocalCluster's size; with --scheduler the cluster has its own")
+        client = Client(scheduler)
+    else:
+        from ..api import default_workers
+
+        client = local_client(workers or default_workers())
+    try:
+        yield DaskEngine(client, partitions=partitions)
+    finally:
+        cluster = client.cluster if scheduler is None else None
+        client.close()
+        if cluster is not None:
+            cluster.close()

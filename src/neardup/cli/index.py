@@ -1,0 +1,265 @@
+"""``neardup index``: a durable index that grows (create, add, query, remove, stats, compact, check).
+
+Exit codes: 0 success, 1 data error (bad input, a damaged or locked index, a failed check),
+2 usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+import click
+import orjson
+
+from ..core.errors import NeardupError
+from ..index.durable import DurableIndex
+from ..io import ReadStats, output_format, read_documents, write_table
+from ..io.paths import INPUT_FORMATS
+from .common import EXIT_DATA_ERROR, SETTINGS, emit_json
+from .options import MethodCommand, add_method_options, build_config, reject_foreign_options
+
+INDEX_METHODS = ("minhash", "simhash", "exact")
+
+
+@contextmanager
+def index_errors():
+    """A damaged, locked or missing index, bad input, a refused id: one line on stderr, exit 1."""
+    try:
+        yield
+    except (NeardupError, KeyError, ValueError, OSError) as exc:
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        click.echo(f"neardup: error: {text}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+
+
+@click.group("index", context_settings=SETTINGS)
+def index_group() -> None:
+    """A durable near-duplicate index in one SQLite file: create it with a method's settings,
+    add documents as they come, ask which stored documents are like new ones.
+
+    \b
+    Example:
+      neardup index create news.ndx --method minhash --threshold 0.8
+      neardup index add news.ndx examples/news.jsonl
+      neardup index query news.ndx --text "some new article text ..."
+      neardup dedup new.jsonl --against news.ndx --update -o kept.jsonl
+    """
+
+
+@index_group.command("create", cls=MethodCommand, context_settings=SETTINGS)
+@click.argument("path")
+@add_method_options
+@click.option("--store-text", is_flag=True, help="Keep each document's text in the index too (for `get`).")
+@click.pass_context
+def create_cmd(ctx, path, method, store_text, **method_params):
+    """Create an empty index at PATH for --method (minhash, simhash or exact) with its options
+    (the defaults are `dedup`'s)."""
+    if method not in INDEX_METHODS:
+        raise click.UsageError(f"--method {method} has no index; use one of {', '.join(INDEX_METHODS)}")
+    reject_foreign_options(ctx, method)
+    config = build_config(ctx, method, method_params)
+    if method == "simhash" and config.weighting == "idf":
+        raise click.UsageError(
+            "an index of SimHash fingerprints needs --weighting count (IDF needs the whole collection)"
+        )
+    with index_errors(), DurableIndex.create(path, config, store_text=store_text) as index:
+        click.echo(f"created {index.path}: {method}, threshold {index.threshold:g}", err=True)
+
+
+def _read_options(command):
+    for decorator in reversed(
+        [
+            click.option("--text-field", default="text", show_default=True, help="Field holding the text."),
+            click.option(
+                "--id-field",
+                default=None,
+                help="Field holding the document id [default: 'id' when present, else FILE:LINE].",
+            ),
+            click.option(
+                "--input-format",
+                type=click.Choice(list(INPUT_FORMATS)),
+                default=None,
+                help="Read every input as this format, whatever its extension.",
+            ),
+            click.option("--html", is_flag=True, help="The text field holds HTML: remove markup first."),
+            click.option(
+                "--on-error",
+                type=click.Choice(["fail", "skip"]),
+                default="fail",
+                show_default=True,
+                help="On a bad record: stop with an error naming file and line, or skip and count it.",
+            ),
+            click.option(
+                "--batch-size", type=click.IntRange(min=1), default=4096, show_default=True, help="Documents per batch."
+            ),
+        ]
+    ):
+        command = decorator(command)
+    return command
+
+
+def _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
+    return read_documents(
+        inputs,
+        text_field=text_field,
+        id_field=id_field,
+        on_error=on_error,
+        batch_size=batch_size,
+        stats=stats,
+        html=html,
+        input_format=input_format,
+    )
+
+
+@index_group.command("add", context_settings=SETTINGS)
+@click.argument("path")
+@click.argument("inputs", nargs=-1, required=True)
+@_read_options
+@click.option("--replace", is_flag=True, help="An id already in the index is replaced (else it is an error).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary.")
+def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, batch_size, replace, quiet):
+    """Add the documents of INPUTS (the formats of `dedup`) to the index at PATH.
+
+    Each batch of --batch-size documents is one transaction: when the command fails, the batches
+    before the failure are in the index (the message says how many documents) and the rest is not.
+    """
+    stats = ReadStats()
+    added = 0
+    try:
+        with DurableIndex.open(path, "a") as index:
+            for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
+                index.add(batch.ids, batch.texts, replace=replace)
+                added += len(batch)
+            size = len(index)
+    except (NeardupError, KeyError, ValueError, OSError) as exc:
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        click.echo(f"neardup: error: {text}", err=True)
+        if added:
+            click.echo(f"neardup: {added:,} documents were added before the error", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    if stats.documents == 0:
+        click.echo(f"neardup: error: no documents read from {', '.join(inputs)}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    if not quiet:
+        skipped = f", {stats.skipped:,} records skipped" if stats.skipped else ""
+        click.echo(f"added {added:,} documents to {path} (now {size:,}){skipped}", err=True)
+
+
+@index_group.command("query", context_settings=SETTINGS)
+@click.argument("path")
+@click.argument("inputs", nargs=-1)
+@click.option("--text", "text", default=None, help="Query this one text and print its matches as JSON.")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Where to write one row per query document (.jsonl: id and matches [{id, similarity}] best first; "
+    ".parquet: matches as a list of structs; .csv: one row per match: query_id, id, similarity).",
+)
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many matches per document.")
+@click.option(
+    "--min-similarity",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Matches at least this similar [default: the index's threshold].",
+)
+@_read_options
+def query_cmd(
+    path, inputs, text, output, limit, min_similarity, text_field, id_field, input_format, html, on_error, batch_size
+):
+    """Find the stored documents like each document of INPUTS (or like --text)."""
+    if (text is None) == (not inputs):
+        raise click.UsageError("give INPUTS (with -o) or --text, not both")
+    if inputs and output is None:
+        raise click.UsageError("querying INPUTS needs -o OUTPUT")
+    if output is not None:
+        try:
+            fmt = output_format(output)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="-o") from None
+    with index_errors(), DurableIndex.open(path) as index:
+        if text is not None:
+            matches = index.query(text, min_similarity=min_similarity, limit=limit)
+            emit_json([{"id": m, "similarity": s} for m, s in matches])
+            return
+        stats = ReadStats()
+        ids: list[str] = []
+        found: list[list[tuple[str, float]]] = []
+        for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
+            ids += batch.ids
+            found += index.query_batch(batch.texts, min_similarity=min_similarity, limit=limit)
+        if not ids:
+            raise NeardupError(f"no documents read from {', '.join(inputs)}")
+        _write_matches(ids, found, output, fmt)
+    hits = sum(1 for f in found if f)
+    click.echo(f"{len(ids):,} documents queried, {hits:,} with matches: {output}", err=True)
+
+
+def _write_matches(ids: list[str], found: list[list[tuple[str, float]]], output: str, fmt: str) -> None:
+    import pyarrow as pa
+
+    if fmt == "csv":
+        rows = [(q, m, s) for q, matches in zip(ids, found) for m, s in matches]
+        write_table(
+            {
+                "query_id": [r[0] for r in rows],
+                "id": [r[1] for r in rows],
+                "similarity": pa.array([r[2] for r in rows], pa.float64()),
+            },
+            output,
+        )
+        return
+    match_type = pa.list_(pa.struct([("id", pa.string()), ("similarity", pa.float64())]))
+    matches = pa.array([[{"id": m, "similarity": s} for m, s in f] for f in found], match_type)
+    write_table({"id": pa.array(ids, pa.string()), "matches": matches}, output)
+
+
+@index_group.command("remove", context_settings=SETTINGS)
+@click.argument("path")
+@click.option(
+    "--ids",
+    "ids_file",
+    required=True,
+    type=click.File("r", encoding="utf-8"),
+    help="File with one id per line ('-': standard input).",
+)
+def remove_cmd(path, ids_file):
+    """Remove documents from the index at PATH, in one transaction (an unknown id: nothing is removed)."""
+    ids = [line.rstrip("\r\n") for line in ids_file if line.strip()]
+    with index_errors(), DurableIndex.open(path, "a") as index:
+        index.remove(ids)
+        click.echo(f"removed {len(ids):,} documents from {path} (now {len(index):,})", err=True)
+
+
+@index_group.command("stats", context_settings=SETTINGS)
+@click.argument("path")
+def stats_cmd(path):
+    """Print the size, settings and file facts of the index at PATH as JSON."""
+    with index_errors(), DurableIndex.open(path) as index:
+        emit_json(index.stats())
+
+
+@index_group.command("compact", context_settings=SETTINGS)
+@click.argument("path")
+def compact_cmd(path):
+    """Drop removed documents' traces and free space in the index at PATH."""
+    with index_errors(), DurableIndex.open(path, "a") as index:
+        before = index.stats()["file_bytes"]
+        index.compact()
+        after = index.stats()["file_bytes"]
+    click.echo(f"compacted {path}: {before:,} -> {after:,} bytes", err=True)
+
+
+@index_group.command("check", context_settings=SETTINGS)
+@click.argument("path")
+def check_cmd(path):
+    """Check the index at PATH (SQLite integrity, metadata, every sketch's size and checksum);
+    exit 1 and list what is wrong."""
+    problems = DurableIndex.check_file(path)
+    if problems:
+        for p in problems:
+            click.echo(f"neardup: {path}: {p}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    with index_errors(), DurableIndex.open(path) as index:
+        click.echo(orjson.dumps({"path": path, "documents": len(index), "ok": True}).decode())

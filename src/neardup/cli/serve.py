@@ -1,0 +1,144 @@
+"""``neardup serve``: the HTTP API over a durable index (FastAPI on uvicorn)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .common import EXIT_DATA_ERROR, SETTINGS
+
+
+def _token(token_file: str | None) -> str | None:
+    if token_file is not None:
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise click.UsageError(f"--token-file {token_file} is empty")
+        return token
+    return os.environ.get("NEARDUP_TOKEN") or None
+
+
+@click.command("serve", context_settings=SETTINGS)
+@click.argument("path")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port to listen on.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Server processes. An index file has one writer, so a SQLite index is served by one process "
+    "(its requests run on a thread pool).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File holding the bearer token that writes need [default: $NEARDUP_TOKEN; without one, writes are refused].",
+)
+@click.option("--auth-reads", is_flag=True, help="Queries and reads need the token too.")
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1),
+    default=16 * 2**20,
+    show_default=True,
+    help="Largest request body (413 above).",
+)
+@click.option(
+    "--max-batch",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Most documents per request (422 above).",
+)
+@click.option(
+    "--max-text-chars",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Longest text (422 above).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes, max_batch, max_text_chars, log_level):
+    """Serve the index at PATH over HTTP: POST /v1/query, POST /v1/documents (if_unique for an atomic
+    check-and-add), GET and DELETE /v1/documents/{id}, GET /v1/stats, /healthz, /readyz; the
+    OpenAPI description at /docs.
+
+    \b
+    Example:
+      NEARDUP_TOKEN=secret neardup serve news.ndx --port 8080
+      curl -s localhost:8080/v1/query -H 'content-type: application/json' \\
+           -d '{"documents": [{"text": "some article text"}], "limit": 3}'
+
+    SIGTERM or Ctrl-C drains the requests in flight and exits 0.
+    """
+    try:
+        import uvicorn
+
+        from ..service.app import Limits, create_app
+    except ImportError as exc:
+        click.echo(
+            f"neardup: error: `neardup serve` needs the service extra: pip install 'neardup[service]' ({exc})", err=True
+        )
+        sys.exit(EXIT_DATA_ERROR)
+    if workers > 1:
+        raise click.UsageError(
+            "--workers > 1 needs a store shared by processes; a SQLite index has one writer process "
+            "(requests already run on a thread pool)"
+        )
+    from ..core.errors import NeardupError
+    from ..index.durable import DurableIndex
+
+    token = _token(token_file)
+    try:
+        index = DurableIndex.open(path, "a")
+    except (NeardupError, OSError) as exc:
+        click.echo(f"neardup: error: {exc}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    limits = Limits(max_body_bytes=max_body_bytes, max_batch=max_batch, max_text_chars=max_text_chars)
+    app = create_app(index, token=token, limits=limits, auth_reads=auth_reads)
+    if token is None:
+        click.echo("neardup: no token (NEARDUP_TOKEN or --token-file): writes are refused", err=True)
+    server = _draining_server(
+        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
+    )
+    try:
+        server.run()
+    finally:
+        index.close()
+    sys.exit(0 if server.started else EXIT_DATA_ERROR)
+
+
+def _draining_server_class():
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn's server, but SIGTERM and SIGINT end it with exit status 0 after the requests in
+        flight are answered (uvicorn re-raises the signal after draining, which kills the process
+        with the signal's status)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return DrainingServer
+
+
+def _draining_server(config):
+    """A :class:`DrainingServer` (its class is made on first use: uvicorn is an optional dependency)."""
+    return _draining_server_class()(config)

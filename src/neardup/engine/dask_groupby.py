@@ -1,0 +1,155 @@
+"""The candidate stage spread over Dask workers: shuffle on (table, key), verify per bucket,
+connected components by merging forests.
+
+Plain functions over arrays, run as Dask tasks by :class:`~neardup.engine.dask_engine.DaskEngine`:
+
+1. **Shuffle.** Every (document, table) entry that takes part goes to bucket
+   ``h(table, key) mod P``, where ``h`` is the splitmix64 finalizer (Steele, Lea and Flood,
+   "Fast splittable pseudorandom number generators", OOPSLA 2014) of the key's words folded with
+   the table number. All documents that share a key in a table land in the same bucket, so a
+   bucket's groups are complete.
+2. **Verify.** A bucket sorts its entries by (table, key) and calls the method's ``verify`` on each
+   group of two or more documents; a pair found in several tables of the bucket counts once.
+3. **Components.** Each bucket turns its pairs into a *forest*: the sorted documents it touches
+   and the smallest document of each one's component among its pairs (union-find, path
+   compression). Two forests merge by joining each document to its root in both and taking the
+   components again; forests are merged pairwise in a tree, so a process holds at most two
+   forests (O(documents touched), never the list of every edge). The last forest gives each
+   document's root: the smallest document of its cluster, as every engine defines it.
+
+A pair found in buckets of different tables is one pair: the union of the buckets' pairs, with
+duplicates dropped, is what the reference engine (:mod:`neardup.engine.reference`) computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.components import components
+
+__all__ = ["bucket_entries", "merge_forests", "pairs_forest", "roots_from_forest", "verify_bucket"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, elementwise (uint64, wrapping)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+        return x ^ (x >> np.uint64(31))
+
+
+def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int) -> list[dict[str, np.ndarray]]:
+    """Split the (document, table) entries that take part into ``buckets`` shuffle buckets.
+
+    ``keys``: uint64[n, t] or uint64[n, t, w]; ``member``: bool[n, t]. Each bucket is a dict of
+    ``table`` (int32[m]), ``key`` (uint64[m, w]) and ``doc`` (int64[m]), in (table, document) order.
+
+    >>> keys = np.array([[1, 5], [1, 6], [2, 5]], dtype=np.uint64)
+    >>> parts = bucket_entries(keys, np.ones((3, 2), dtype=bool), 2)
+    >>> sorted(int(d) for p in parts for d in p["doc"])
+    [0, 0, 1, 1, 2, 2]
+    """
+    keys = np.asarray(keys, dtype=np.uint64)
+    n, tables = keys.shape[0], keys.shape[1]
+    keys = keys.reshape(n, tables, -1)
+    member = np.asarray(member, dtype=bool).reshape(n, tables)
+    table_of, doc_of = np.nonzero(member.T)  # (table, document) order
+    key = keys[doc_of, table_of]  # [m, w]
+    with np.errstate(over="ignore"):
+        h = _mix(table_of.astype(np.uint64) * _GOLDEN + np.uint64(1))
+        for j in range(key.shape[1]):
+            h = _mix(h ^ key[:, j])
+    bucket = (h % np.uint64(buckets)).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    out = []
+    for b in range(buckets):
+        sel = order[bounds[b] : bounds[b + 1]]
+        out.append({"table": table_of[sel].astype(np.int32), "key": key[sel], "doc": doc_of[sel].astype(np.int64)})
+    return out
+
+
+def verify_bucket(
+    verify, config: Any, bucket: dict[str, np.ndarray], inputs: list[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The verified pairs ``(a, b, similarity)`` of one bucket's groups, a < b, each pair once
+    (the first table's similarity), and the number of groups verified (a group of the same
+    documents as one already verified, from another table, is not verified again: ``verify``
+    depends only on the members)."""
+    table, key, doc = bucket["table"], bucket["key"], bucket["doc"]
+    m = len(doc)
+    empty = np.empty(0, dtype=np.int64)
+    if m < 2:
+        return empty, empty.copy(), np.empty(0, dtype=np.float64), 0
+    order = np.lexsort((doc, *key.T[::-1], table))
+    table, key, doc = table[order], key[order], doc[order]
+    change = np.ones(m + 1, dtype=bool)
+    change[1:-1] = (table[1:] != table[:-1]) | (key[1:] != key[:-1]).any(axis=1)
+    bounds = np.flatnonzero(change)
+    found_a, found_b, found_s = [], [], []
+    groups = 0
+    seen: set[bytes] = set()
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if hi - lo >= 2:
+            members = doc[lo:hi]
+            signature = members.tobytes()
+            if signature in seen:  # the same documents grouped by another table: same pairs
+                continue
+            seen.add(signature)
+            groups += 1
+            a, b, s = verify(config, members, *inputs)
+            found_a.append(np.asarray(a, dtype=np.int64))
+            found_b.append(np.asarray(b, dtype=np.int64))
+            found_s.append(np.asarray(s, dtype=np.float64))
+    if not found_a:
+        return empty, empty.copy(), np.empty(0, dtype=np.float64), groups
+    a, b, s = np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
+    if np.any(a >= b):
+        raise RuntimeError("verify must return pairs with a < b")
+    a, b, s = unique_pairs(a, b, s)
+    return a, b, s, groups
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs sorted by (a, b), each once (the first occurrence's similarity)."""
+    order = np.lexsort((b, a))
+    a, b, s = a[order], b[order], s[order]
+    keep = np.ones(len(a), dtype=bool)
+    keep[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    return a[keep], b[keep], s[keep]
+
+
+def pairs_forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forest of a set of pairs: (documents touched, sorted; smallest document of each one's
+    component).
+
+    >>> nodes, root = pairs_forest(np.array([7, 3]), np.array([9, 7]))
+    >>> nodes.tolist(), root.tolist()
+    ([3, 7, 9], [3, 3, 3])
+    """
+    nodes = np.unique(np.concatenate([a, b]).astype(np.int64))
+    if not len(nodes):
+        return nodes, nodes.copy()
+    label = components(len(nodes), np.searchsorted(nodes, a), np.searchsorted(nodes, b))
+    return nodes, nodes[label]
+
+
+def merge_forests(*forests: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One forest with the components of all ``forests`` joined (each document joined to its root)."""
+    nodes = np.concatenate([f[0] for f in forests])
+    roots = np.concatenate([f[1] for f in forests])
+    return pairs_forest(nodes, roots)
+
+
+def roots_from_forest(n: int, forest: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """int64[n]: each document's root (itself when the forest does not touch it)."""
+    root = np.arange(n, dtype=np.int64)
+    nodes, roots = forest
+    root[nodes] = roots
+    return root

@@ -1,0 +1,413 @@
+"""The durable source of truth of an index: one SQLite file (standard library ``sqlite3``).
+
+Layout of the file (format ``neardup-index`` version 1)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)      format, format_version, method, config, scheme,
+                                                neardup_version, created, epoch, store_text
+    docs(seq INTEGER PRIMARY KEY AUTOINCREMENT, one row per stored document: its id, the sketch as
+         id TEXT UNIQUE, sketch BLOB, empty INT,  the method's fixed-width bytes, "no features",
+         crc INT, text TEXT NULL)                 CRC-32 of id + sketch, the text if kept
+    tombstones(seq INTEGER PRIMARY KEY AUTOINCREMENT, doc_seq INT)
+                                                one row per removed document (readers catch up
+                                                on removals by it; ``compact`` clears them)
+
+Durability: the journal is WAL and ``synchronous=FULL``: a transaction that committed is on disk
+(the WAL is fsynced at every commit) and survives a kill of the process and a power loss; a
+transaction that did not commit leaves no trace. Every write of :class:`SQLiteStore` is one
+transaction. One writer at a time: a writer holds an exclusive ``flock`` on ``PATH.lock`` for as
+long as it is open, and a second writer gets :class:`IndexLockedError`; readers take no lock and
+see what was committed when they (re)load.
+
+A store backend is anything with the methods of :class:`SQLiteStore` below the line "backend
+interface" (``insert``, ``delete``, ``rows_after``, ``tombstones_after``, ``lookup``, ``get``,
+``count``, ``meta``, ``epoch``, ``compact``, ``check``, ``close``): the durable index
+(:mod:`neardup.index.durable`) keeps its lookup structures in memory and asks the store only for
+what changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import NeardupError
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexWriteError",
+    "SQLiteStore",
+    "StoredRow",
+]
+
+FORMAT = "neardup-index"
+FORMAT_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    sketch BLOB NOT NULL,
+    empty INTEGER NOT NULL,
+    crc INTEGER NOT NULL,
+    text TEXT
+);
+CREATE TABLE tombstones(seq INTEGER PRIMARY KEY AUTOINCREMENT, doc_seq INTEGER NOT NULL);
+"""
+
+_REQUIRED_META = ("format", "format_version", "method", "config", "scheme", "epoch", "store_text")
+
+
+class IndexLockedError(NeardupError):
+    """Another process has the index open for writing."""
+
+
+class IndexCorruptError(NeardupError):
+    """The index file is damaged (not SQLite, a failed checksum, missing metadata)."""
+
+
+class IndexWriteError(NeardupError):
+    """A write could not be made durable (disk full, read-only file system); nothing of it was stored."""
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One stored document as the store returns it."""
+
+    seq: int
+    id: str
+    sketch: bytes
+    empty: bool
+
+
+def row_crc(doc_id: str, sketch: bytes) -> int:
+    """CRC-32 of the UTF-8 id followed by the sketch bytes (stored with each row)."""
+    return zlib.crc32(sketch, zlib.crc32(doc_id.encode("utf-8", "surrogatepass")))
+
+
+class SQLiteStore:
+    """An index file: open it with :meth:`create` or :meth:`open` (``mode`` ``"r"`` or ``"a"``)."""
+
+    def __init__(self, path: str, conn: sqlite3.Connection, mode: str, lock_fd: int | None) -> None:
+        self.path, self._conn, self.mode, self._lock_fd = path, conn, mode, lock_fd
+
+    # ---------------------------------------------------------------- opening
+
+    @classmethod
+    def create(cls, path: str, meta: dict[str, str]) -> SQLiteStore:
+        """A new index file at ``path`` (an existing file is an error) holding ``meta``."""
+        path = os.fspath(path)
+        if os.path.exists(path):
+            raise FileExistsError(f"{path}: an index or another file exists there already")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(f"{path}: the directory {parent} does not exist")
+        lock_fd = _lock(path)
+        try:
+            conn = _connect(path, readonly=False)
+            with _writing(path):
+                conn.executescript("BEGIN IMMEDIATE;" + _SCHEMA)
+                rows = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "epoch": "0", **meta}
+                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(rows.items()))
+                conn.execute("COMMIT")
+        except BaseException:
+            _unlock(lock_fd)
+            with contextlib.suppress(OSError):
+                for suffix in ("", "-wal", "-shm"):
+                    os.unlink(path + suffix)
+            raise
+        return cls(path, conn, "a", lock_fd)
+
+    @classmethod
+    def open(cls, path: str, mode: str = "r") -> SQLiteStore:
+        """Open an existing index file; ``mode="a"`` takes the writer lock."""
+        path = os.fspath(path)
+        if mode not in ("r", "a"):
+            raise ValueError(f"mode must be 'r' or 'a', got {mode!r}")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no index there (create one with `neardup index create`)")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{path}: is a directory, not an index file")
+        lock_fd = _lock(path) if mode == "a" else None
+        try:
+            conn = _connect(path, readonly=mode == "r")
+            store = cls(path, conn, mode, lock_fd)
+            store.meta()  # reads and checks the metadata: a file that is not an index fails here
+        except BaseException:
+            _unlock(lock_fd)
+            raise
+        return store
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        _unlock(self._lock_fd)
+        self._lock_fd = None
+
+    # ---------------------------------------------------------------- backend interface
+
+    def meta(self) -> dict[str, str]:
+        """The metadata table (checked: an index file of this format, every key present)."""
+        try:
+            rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(f"{self.path}: not a neardup index or damaged ({exc})") from None
+        if rows.get("format") != FORMAT:
+            raise IndexCorruptError(f"{self.path}: not a neardup index (format {rows.get('format')!r})")
+        missing = [k for k in _REQUIRED_META if k not in rows]
+        if missing:
+            raise IndexCorruptError(f"{self.path}: index metadata lacks {', '.join(missing)}")
+        if int(rows["format_version"]) > FORMAT_VERSION:
+            raise IndexCorruptError(
+                f"{self.path}: index format version {rows['format_version']}; this neardup reads version "
+                f"{FORMAT_VERSION} and older: upgrade neardup"
+            )
+        return rows
+
+    def epoch(self) -> int:
+        """Changes when ``compact`` renumbers history (readers then reload everything)."""
+        return int(self._query("SELECT value FROM meta WHERE key = 'epoch'")[0][0])
+
+    def insert(
+        self,
+        ids: Sequence[str],
+        sketches: Sequence[bytes],
+        empty: Sequence[bool],
+        texts: Sequence[str] | None = None,
+        *,
+        replace: bool = False,
+    ) -> list[int]:
+        """Store rows in one transaction and return their sequence numbers.
+
+        An id already stored is a ``KeyError`` (nothing stored) unless ``replace``: then the old
+        row is removed (a tombstone) and the new one stored, in the same transaction.
+        """
+        self._writable()
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))
+            raise KeyError(f"id {dup!r} appears twice in one add")
+        with self._transaction():
+            if replace:
+                self._delete(ids, missing_ok=True)
+            else:
+                present = self.lookup(ids)
+                if present:
+                    first = next(i for i in ids if i in present)
+                    raise KeyError(f"id {first!r} is in the index already (--replace / replace=True overwrites)")
+            rows = [
+                (doc_id, sk, int(e), row_crc(doc_id, sk), None if texts is None else texts[i])
+                for i, (doc_id, sk, e) in enumerate(zip(ids, sketches, empty))
+            ]
+            seq0 = self._sequence("docs") + 1  # AUTOINCREMENT: the rows get seq0, seq0 + 1, ... in order
+            self._conn.executemany("INSERT INTO docs(id, sketch, empty, crc, text) VALUES (?, ?, ?, ?, ?)", rows)
+        return list(range(seq0, seq0 + len(rows)))
+
+    def delete(self, ids: Sequence[str]) -> list[int]:
+        """Remove the rows of ``ids`` in one transaction (an unknown id: ``KeyError``, nothing
+        removed); returns their sequence numbers."""
+        self._writable()
+        with self._transaction():
+            return self._delete(ids, missing_ok=False)
+
+    def rows_after(self, seq: int, *, batch: int = 65536) -> Iterator[list[StoredRow]]:
+        """Stored rows with a sequence number above ``seq``, in order, in batches; checksums verified."""
+        cursor = self._conn.execute("SELECT seq, id, sketch, empty, crc FROM docs WHERE seq > ? ORDER BY seq", (seq,))
+        while True:
+            try:
+                chunk = cursor.fetchmany(batch)
+            except sqlite3.DatabaseError as exc:
+                raise IndexCorruptError(f"{self.path}: damaged ({exc}); run `neardup index check`") from None
+            if not chunk:
+                return
+            out = []
+            for s, doc_id, sketch, empty, crc in chunk:
+                if not isinstance(sketch, bytes) or row_crc(doc_id, sketch) != crc:
+                    raise IndexCorruptError(
+                        f"{self.path}: the stored sketch of id {doc_id!r} fails its checksum; "
+                        "run `neardup index check` (restore the file or remove that id)"
+                    )
+                out.append(StoredRow(s, doc_id, sketch, bool(empty)))
+            yield out
+
+    def tombstones_after(self, seq: int) -> list[tuple[int, int]]:
+        """``(tombstone seq, removed doc seq)`` with a tombstone seq above ``seq``."""
+        return self._query("SELECT seq, doc_seq FROM tombstones WHERE seq > ? ORDER BY seq", (seq,))
+
+    def last_tombstone(self) -> int:
+        return self._query("SELECT COALESCE(MAX(seq), 0) FROM tombstones")[0][0]
+
+    def lookup(self, ids: Sequence[str]) -> dict[str, int]:
+        """The sequence numbers of the ids that are stored."""
+        out: dict[str, int] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            out.update(self._query(f"SELECT id, seq FROM docs WHERE id IN ({marks})", chunk))
+        return out
+
+    def get(self, doc_id: str) -> dict[str, Any] | None:
+        """``{"id", "seq", "empty", "text"?}`` of a stored id, or None."""
+        rows = self._query("SELECT seq, empty, text FROM docs WHERE id = ?", (doc_id,))
+        if not rows:
+            return None
+        seq, empty, text = rows[0]
+        out: dict[str, Any] = {"id": doc_id, "seq": seq, "empty": bool(empty)}
+        if text is not None:
+            out["text"] = text
+        return out
+
+    def ids_in_order(self) -> Iterator[str]:
+        for (doc_id,) in self._conn.execute("SELECT id FROM docs ORDER BY seq"):
+            yield doc_id
+
+    def count(self) -> int:
+        return self._query("SELECT COUNT(*) FROM docs")[0][0]
+
+    def compact(self) -> None:
+        """Drop the tombstones (readers reload: the epoch changes) and rewrite the file without free pages."""
+        self._writable()
+        with self._transaction():
+            self._conn.execute("DELETE FROM tombstones")
+            self._conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'epoch'")
+        try:
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError as exc:
+            raise IndexWriteError(f"{self.path}: could not compact ({exc}); the index is unchanged") from None
+
+    def check(self, sketch_bytes: int) -> list[str]:
+        """Everything wrong with the file (empty when it is consistent)."""
+        problems: list[str] = []
+        try:
+            result = [r[0] for r in self._conn.execute("PRAGMA integrity_check").fetchall()]
+            if result != ["ok"]:
+                problems += [f"SQLite integrity: {r}" for r in result[:20]]
+            self.meta()
+            for seq, doc_id, sketch, crc in self._conn.execute("SELECT seq, id, sketch, crc FROM docs ORDER BY seq"):
+                if not isinstance(sketch, bytes) or len(sketch) != sketch_bytes:
+                    problems.append(
+                        f"id {doc_id!r} (row {seq}): sketch of {len(sketch or b'')} bytes, expected {sketch_bytes}"
+                    )
+                elif row_crc(doc_id, sketch) != crc:
+                    problems.append(f"id {doc_id!r} (row {seq}): checksum mismatch")
+                if len(problems) > 100:
+                    problems.append("... (stopped after 100 problems)")
+                    break
+            live = self._query("SELECT COUNT(*) FROM tombstones t JOIN docs d ON d.seq = t.doc_seq")[0][0]
+            if live:
+                problems.append(f"{live} tombstone(s) point at stored documents")
+        except (sqlite3.DatabaseError, NeardupError) as exc:
+            problems.append(f"cannot read the index: {exc}")
+        return problems
+
+    def file_bytes(self) -> int:
+        return sum(os.path.getsize(self.path + s) for s in ("", "-wal") if os.path.exists(self.path + s))
+
+    # ---------------------------------------------------------------- internals
+
+    def _writable(self) -> None:
+        if self.mode != "a":
+            raise PermissionError(f"{self.path}: the index is open read-only (open it with mode='a' to change it)")
+
+    def _sequence(self, table: str) -> int:
+        rows = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchall()
+        return rows[0][0] if rows else 0
+
+    def _delete(self, ids: Sequence[str], *, missing_ok: bool) -> list[int]:
+        present = self.lookup(ids)
+        if not missing_ok:
+            missing = [i for i in ids if i not in present]
+            if missing:
+                raise KeyError(f"id {missing[0]!r} is not in the index")
+        seqs = [present[i] for i in dict.fromkeys(ids) if i in present]
+        self._conn.executemany("DELETE FROM docs WHERE seq = ?", [(s,) for s in seqs])
+        self._conn.executemany("INSERT INTO tombstones(doc_seq) VALUES (?)", [(s,) for s in seqs])
+        return seqs
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(f"{self.path}: damaged or unreadable ({exc}); run `neardup index check`") from None
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        with _writing(self.path):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if self._conn.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def _writing(path: str):
+    """SQLite's write errors as :class:`IndexWriteError` (the transaction is rolled back)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "full" in text:
+            raise IndexWriteError(f"{path}: disk full; nothing of this change was stored ({text})") from None
+        if "locked" in text or "busy" in text:
+            raise IndexLockedError(f"{path}: the index is locked by another process ({text})") from None
+        raise IndexWriteError(f"{path}: could not write ({text}); nothing of this change was stored") from None
+    except sqlite3.DatabaseError as exc:
+        raise IndexCorruptError(f"{path}: damaged ({exc}); run `neardup index check`") from None
+
+
+def _connect(path: str, *, readonly: bool) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise IndexWriteError(f"{path}: the file system does not support SQLite's WAL journal (got {mode})")
+        conn.execute("PRAGMA synchronous=FULL")
+        if readonly:
+            conn.execute("PRAGMA query_only=ON")
+        return conn
+    except sqlite3.DatabaseError as exc:
+        raise IndexCorruptError(f"{path}: not a neardup index or damaged ({exc})") from None
+
+
+def _lock(path: str) -> int:
+    import fcntl
+
+    lock_path = path + ".lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        finally:
+            os.close(fd)
+        raise IndexLockedError(
+            f"{path}: the index is locked by another writer ({holder or 'unknown process'}); "
+            "one writer at a time (readers may open it with mode 'r')"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode(), 0)
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # closing the descriptor releases the flock

@@ -1,0 +1,297 @@
+"""Input paths as users write them: local files, folders of shards, globs, ``-`` and fsspec URLs.
+
+:func:`expand_inputs` turns what a user typed into the ordered list of ``(path, format)`` sources
+the scanners read:
+
+* a local file: its format from the extension (``.jsonl``/``.ndjson``/``.json``, ``.csv``, each
+  optionally ``.gz``/``.zst``; ``.parquet``; ``.arrow``), or ``input_format`` when given (it
+  overrides the extension);
+* a local folder: every shard under it (``.jsonl``, ``.ndjson``, ``.csv``, each optionally
+  ``.gz``/``.zst``, ``.parquet``, ``.arrow``), recursively, in sorted path order (names starting
+  with ``.`` or ``_`` skipped, as Spark and Hugging Face ``save_to_disk`` write their metadata
+  there); a folder without shards is read as a folder of ``.txt``/``.html`` documents, as before;
+  a folder with both is refused (which one was meant?);
+* a glob (``data/**/*.jsonl.zst``, quoted so that the shell leaves it alone): the matching files,
+  sorted; no match is an error;
+* ``-``: standard input, copied once to a temporary file (the job reads its input several times)
+  in the format ``input_format`` names (required: a stream has no extension);
+* ``PROTOCOL://...`` (``s3://``, ``gs://``, ``https://``, ``hf://``, ``memory://``, ...): a file,
+  a folder or a glob on an `fsspec <https://filesystem-spec.readthedocs.io>`_ filesystem, with the
+  same rules as local paths. A protocol whose filesystem package is not installed raises
+  :class:`~neardup.core.errors.InputError` naming the package to install.
+
+Nothing is read here except folder listings and standard input; the scanners open the files with
+:func:`open_binary`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import glob
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ..core.errors import InputError
+from .formats import HTML_SUFFIXES, TEXT_SUFFIXES, compression
+
+__all__ = [
+    "INPUT_FORMATS",
+    "expand_inputs",
+    "file_size",
+    "is_url",
+    "open_binary",
+    "shard_format",
+]
+
+INPUT_FORMATS = ("jsonl", "csv", "parquet", "arrow")
+"""The formats ``--input-format`` accepts."""
+
+_SHARD_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+
+# the package that provides each common protocol's filesystem (named in the error when missing)
+_PACKAGES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "hf": "huggingface_hub",
+    "http": "aiohttp (fsspec[http])",
+    "https": "aiohttp (fsspec[http])",
+    "az": "adlfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+}
+
+_GLOB_CHARS = ("*", "?", "[")
+
+
+def is_url(path: str) -> bool:
+    """True for ``PROTOCOL://...`` paths other than ``file://`` (those are read through fsspec)."""
+    head, sep, _ = path.partition("://")
+    return bool(sep) and head.isascii() and head.replace("+", "").replace("-", "").isalnum() and head != "file"
+
+
+def shard_format(name: str) -> str | None:
+    """``"jsonl"``, ``"csv"``, ``"parquet"`` or ``"arrow"`` for a shard's file name, or None.
+
+    Unlike single files, shards in a folder must say JSON Lines in their extension (``.jsonl``,
+    ``.ndjson``): a folder's ``.json`` files are usually metadata.
+
+    >>> shard_format("part-00001.jsonl.zst"), shard_format("dataset_info.json")
+    ('jsonl', None)
+    """
+    lower = name.lower()
+    base = lower[: lower.rfind(".")] if compression(lower) else lower
+    if base.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if base.endswith(".csv"):
+        return "csv"
+    if lower.endswith(".parquet"):
+        return "parquet"
+    if lower.endswith(".arrow"):
+        return "arrow"
+    return None
+
+
+def file_format(name: str) -> str | None:
+    """The format of a single named input file from its extension (``.json`` counts as JSON Lines)."""
+    fmt = shard_format(name)
+    if fmt is not None:
+        return fmt
+    lower = name.lower()
+    base = lower[: lower.rfind(".")] if compression(lower) else lower
+    return "jsonl" if base.endswith(".json") else None
+
+
+def _unknown(name: str) -> InputError:
+    suffix = "".join(Path(name.split("://")[-1]).suffixes[-2:]) or "(none)"
+    return InputError(
+        name,
+        None,
+        f"unknown input format {suffix!r}; expected .jsonl[.gz|.zst], .csv[.gz|.zst], .parquet, .arrow, "
+        "a folder of those (or of .txt/.html files), a glob, or --input-format",
+        reason="unknown format",
+    )
+
+
+def _filesystem(url: str):
+    """The fsspec filesystem of ``url`` and the path inside it; a clear error when missing."""
+    try:
+        import fsspec
+    except ImportError as exc:  # pragma: no cover - fsspec comes with the [remote] extra
+        raise InputError(url, None, "reading URLs needs fsspec: pip install 'neardup[remote]'") from exc
+    protocol = url.split("://", 1)[0]
+    try:
+        fs, inner = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        package = _PACKAGES.get(protocol)
+        if package is None and "protocol" in str(exc).lower():
+            raise InputError(url, None, f"unknown protocol {protocol!r}: {exc}", reason="unreadable file") from exc
+        need = package or "the fsspec filesystem package for it"
+        raise InputError(
+            url,
+            None,
+            f"reading {protocol}:// paths needs {need}; install it (pip install {need.split(' ')[0]})",
+            reason="unreadable file",
+        ) from exc
+    return fs, inner
+
+
+def _local_folder(root: str, fmt: str | None) -> list[tuple[str, str]]:
+    base = Path(root)
+    shards: list[tuple[str, str]] = []
+    documents = False
+    for p in sorted(base.rglob("*")):
+        rel = p.relative_to(base)
+        if any(part.startswith((".", "_")) for part in rel.parts) or not p.is_file():
+            continue
+        kind = shard_format(p.name)
+        if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES:
+            documents = True
+        elif kind is not None or (fmt is not None and not p.suffix):
+            shards.append((os.path.join(root, str(rel)), kind or fmt))
+    if shards and documents:
+        raise InputError(
+            root,
+            None,
+            "the folder holds both data shards (.jsonl/.csv/.parquet/.arrow) and .txt/.html documents; "
+            "give the shards as a glob or move one kind elsewhere",
+            reason="unknown format",
+        )
+    if shards:
+        return shards
+    return [(root, "txtdir")]
+
+
+def _remote(url: str, fmt: str | None) -> list[tuple[str, str]]:
+    fs, inner = _filesystem(url)
+    protocol = url.split("://", 1)[0]
+
+    def full(p: str) -> str:
+        return p if is_url(p) else f"{protocol}://{p.lstrip('/') if protocol != 'memory' else p}"
+
+    if any(c in inner for c in _GLOB_CHARS) and protocol not in ("http", "https"):
+        found = sorted(fs.glob(inner))
+        files = [p for p in found if not fs.isdir(p)]
+        if not files:
+            raise InputError(url, None, "no file matches this pattern", reason="unreadable file")
+        return [(full(p), _format_of(full(p), fmt)) for p in files]
+    try:
+        is_dir = protocol not in ("http", "https") and fs.isdir(inner)
+    except OSError as exc:
+        raise InputError(url, None, f"cannot list it: {exc}", reason="unreadable file") from exc
+    if is_dir:
+        shards = []
+        for p in sorted(fs.find(inner)):
+            rel = p[len(inner.rstrip("/")) :].lstrip("/")
+            if any(part.startswith((".", "_")) for part in rel.split("/")):
+                continue
+            kind = fmt if fmt is not None else shard_format(p)
+            if kind is not None:
+                shards.append((full(p), kind))
+        if not shards:
+            raise InputError(
+                url, None, "no .jsonl/.csv/.parquet/.arrow shards in this folder", reason="unreadable file"
+            )
+        return shards
+    try:
+        exists = fs.exists(inner)
+    except OSError as exc:
+        raise InputError(url, None, f"cannot reach it: {exc}", reason="unreadable file") from exc
+    if not exists:
+        raise InputError(url, None, "no such file or directory", reason="unreadable file")
+    return [(url, _format_of(url, fmt))]
+
+
+def _format_of(name: str, fmt: str | None) -> str:
+    if fmt is not None:
+        return fmt
+    path = name.split("?", 1)[0]
+    kind = file_format(path)
+    if kind is None:
+        raise _unknown(name)
+    return kind
+
+
+_STDIN: dict[str, str] = {}
+
+
+def _stdin_file(fmt: str | None) -> str:
+    """Standard input copied once to a temporary file (removed at exit) in format ``fmt``."""
+    if fmt is None:
+        need = "reading standard input needs --input-format (jsonl, csv, parquet or arrow)"
+        raise InputError("-", None, need, reason="unknown format")
+    if fmt not in _STDIN:
+        fd, name = tempfile.mkstemp(prefix="neardup-stdin-", suffix=f".{fmt}")
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+        atexit.register(_remove, name)
+        _STDIN[fmt] = name
+    return _STDIN[fmt]
+
+
+def _remove(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str]]:
+    """The ``(path, format)`` sources of ``paths`` (see the module docs), in reading order.
+
+    Raises :class:`InputError` for a missing path, an unknown extension, a glob without a match,
+    ``-`` without ``input_format``, or a URL whose filesystem package is not installed.
+
+    >>> expand_inputs(["memory://none.jsonl"])  # doctest: +SKIP
+    Traceback (most recent call last):
+    neardup.core.errors.InputError: memory://none.jsonl: no such file or directory
+    """
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    sources: list[tuple[str, str]] = []
+    for p in paths:
+        name = os.fspath(p)
+        if name == "-":
+            sources.append((_stdin_file(input_format), input_format or "jsonl"))
+        elif name.startswith("file://"):
+            sources += expand_inputs([name[len("file://") :]], input_format)
+        elif is_url(name):
+            sources += _remote(name, input_format)
+        elif os.path.isdir(name):
+            sources += _local_folder(name, input_format)
+        elif os.path.exists(name):
+            sources.append((name, _format_of(name, input_format)))
+        elif any(c in name for c in _GLOB_CHARS):
+            found = sorted(f for f in glob.glob(name, recursive=True) if os.path.isfile(f))
+            if not found:
+                raise InputError(name, None, "no file matches this pattern", reason="unreadable file")
+            sources += [(f, _format_of(f, input_format)) for f in found]
+        else:
+            raise InputError(name, None, "no such file or directory", reason="unreadable file")
+    if not sources:
+        raise ValueError("no input paths given")
+    return sources
+
+
+def open_binary(name: str):
+    """Open a local file or an fsspec URL for binary reading (no decompression)."""
+    if is_url(name):
+        import fsspec
+
+        return fsspec.open(name, "rb").open()
+    return open(name, "rb")
+
+
+def file_size(name: str) -> int:
+    """Size in bytes of a local file or a URL (0 when the filesystem does not say)."""
+    if is_url(name):
+        fs, inner = _filesystem(name)
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            return int(fs.size(inner) or 0)
+        return 0
+    return os.path.getsize(name)

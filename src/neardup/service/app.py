@@ -1,0 +1,261 @@
+"""The HTTP API over a durable index (FastAPI): query, add (optionally only if unique), get, delete.
+
+Bodies are JSON; every answer to a bad request says which field or limit it broke (422 for a
+malformed body or a field of the wrong type or size, 413 for a body over ``max_body_bytes``),
+and no stack trace reaches a client (an unexpected error is logged and answered with 500 and
+``{"detail": "internal error"}``). Writes need ``Authorization: Bearer TOKEN`` (compared in
+constant time); reads too when ``auth_reads`` is set.
+
+The index is thread-safe (one lock) and ``add_if_unique`` checks and adds under it in one
+transaction, so two concurrent requests with near-identical texts never both get added.
+"""
+
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from .. import __version__
+from ..index.durable import DurableIndex
+
+__all__ = ["Limits", "create_app"]
+
+log = logging.getLogger("neardup.service")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one request (each answered with a message naming it)."""
+
+    max_body_bytes: int = 16 * 2**20
+    max_batch: int = 1000
+    max_text_chars: int = 1_000_000
+    max_limit: int = 1000
+
+
+class Match(BaseModel):
+    id: str
+    similarity: float
+
+
+class QueryResult(BaseModel):
+    id: str | None
+    matches: list[Match]
+
+
+class QueryResponse(BaseModel):
+    results: list[QueryResult]
+
+
+class Duplicate(BaseModel):
+    id: str
+    matches: list[Match]
+
+
+class AddResponse(BaseModel):
+    added: list[str]
+    duplicates: list[Duplicate]
+
+
+class Error(BaseModel):
+    detail: str = Field(description="What was wrong: the field or limit and what was expected.")
+    errors: list[dict] | None = None
+
+
+ERRORS = {code: {"model": Error} for code in (401, 403, 404, 409, 413, 422)}
+
+
+def request_models(limits: Limits):
+    """The request bodies, with the server's limits in their schema (so the OpenAPI description
+    says them, and a request that breaks one gets 422 naming the field)."""
+
+    class Document(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        id: StrictStr | None = Field(default=None, min_length=1, max_length=1024, description="The document's id.")
+        text: StrictStr = Field(max_length=limits.max_text_chars, description="The document's text.")
+
+    class NewDocument(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        id: StrictStr = Field(min_length=1, max_length=1024, description="The document's id (unique in the index).")
+        text: StrictStr = Field(max_length=limits.max_text_chars, description="The document's text.")
+
+    class QueryRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        documents: list[Document] = Field(
+            min_length=1, max_length=limits.max_batch, description="Texts to look up (ids optional, echoed back)."
+        )
+        limit: int | None = Field(
+            default=None, ge=0, le=limits.max_limit, description="At most this many matches each."
+        )
+        min_similarity: float | None = Field(
+            default=None, ge=0.0, le=1.0, description="Default: the index's threshold."
+        )
+
+    class AddRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        documents: list[NewDocument] = Field(
+            min_length=1, max_length=limits.max_batch, description="Documents to add, with their ids."
+        )
+        if_unique: bool = Field(default=False, description="Add only documents with no near-duplicate in the index.")
+        min_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    return Document, QueryRequest, AddRequest
+
+
+FLAGS = {"documents": "--max-batch", "text": "--max-text-chars", "limit": "the largest limit"}
+
+
+class StoredDocument(BaseModel):
+    id: str
+    empty: bool
+    text: str | None = None
+
+
+def too_large(max_bytes: int) -> JSONResponse:
+    return JSONResponse({"detail": f"request body over {max_bytes} bytes (--max-body-bytes)"}, status_code=413)
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``max_bytes``, by its Content-Length or as it is read."""
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            return await too_large(self.max_bytes)(scope, receive, send)
+        if length is not None or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        # no Content-Length (chunked): read the body up to the limit, then hand it on
+        messages, seen = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                return await too_large(self.max_bytes)(scope, receive, send)
+            if not message.get("more_body", False):
+                break
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _matches(found: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    return [{"id": m, "similarity": s} for m, s in found]
+
+
+def create_app(
+    index: DurableIndex, *, token: str | None, limits: Limits = Limits(), auth_reads: bool = False
+) -> FastAPI:
+    """The API over ``index``. ``token``: the bearer token writes need (None: writes refused)."""
+    _, QueryRequest, AddRequest = request_models(limits)
+    app = FastAPI(
+        title="neardup",
+        version=__version__,
+        description="Near-duplicate lookup over a durable index: have we seen something like this before?",
+    )
+
+    def check_token(request: Request) -> None:
+        if token is None:
+            raise HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
+            raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+    def check_read(request: Request) -> None:
+        if auth_reads:
+            check_token(request)
+
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        errors = []
+        for e in exc.errors():
+            loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+            message = e.get("msg", "")
+            flag = FLAGS.get(loc[-1]) if loc and e.get("type", "").endswith(("too_long", "less_than_equal")) else None
+            if flag:
+                message += f" ({flag})"
+            errors.append({"field": ".".join(loc) or "body", "message": message})
+        first = errors[0] if errors else {"field": "body", "message": "invalid"}
+        return JSONResponse({"detail": f"{first['field']}: {first['message']}", "errors": errors}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception):
+        log.exception("error answering %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": "internal error"}, status_code=500)
+
+    @app.post("/v1/query", response_model=QueryResponse, responses=ERRORS, dependencies=[Depends(check_read)])
+    async def query(body: QueryRequest) -> dict:  # async: the query takes microseconds, a thread hop more
+        """The stored documents like each given text, best first, in request order."""
+        found = index.query_batch(
+            [d.text for d in body.documents], min_similarity=body.min_similarity, limit=body.limit
+        )
+        return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(body.documents, found)]}
+
+    @app.post("/v1/documents", response_model=AddResponse, responses=ERRORS, dependencies=[Depends(check_token)])
+    def add(body: AddRequest) -> dict:
+        """Add documents (all, or with ``if_unique`` only those without a near-duplicate; atomic)."""
+        ids = [d.id for d in body.documents]
+        texts = [d.text for d in body.documents]
+        if len(set(ids)) != len(ids):
+            raise HTTPException(409, "documents: ids must be unique within a request")
+        try:
+            if body.if_unique:
+                r = index.add_if_unique(ids, texts, min_similarity=body.min_similarity)
+                return {"added": r.added, "duplicates": [{"id": i, "matches": _matches(m)} for i, m in r.duplicates]}
+            index.add(ids, texts)
+        except KeyError as exc:
+            raise HTTPException(409, str(exc.args[0]) if exc.args else "id exists") from None
+        return {"added": ids, "duplicates": []}
+
+    @app.get(
+        "/v1/documents/{doc_id}", response_model=StoredDocument, responses=ERRORS, dependencies=[Depends(check_read)]
+    )
+    async def get(doc_id: str) -> dict:
+        """A stored document (its text when the index keeps texts)."""
+        row = index.get(doc_id)
+        if row is None:
+            raise HTTPException(404, f"no document with id {doc_id!r}")
+        return row
+
+    @app.delete("/v1/documents/{doc_id}", status_code=204, responses=ERRORS, dependencies=[Depends(check_token)])
+    def delete(doc_id: str) -> Response:
+        """Remove a stored document."""
+        try:
+            index.remove([doc_id])
+        except KeyError:
+            raise HTTPException(404, f"no document with id {doc_id!r}") from None
+        return Response(status_code=204)
+
+    @app.get("/v1/stats", responses=ERRORS, dependencies=[Depends(check_read)])
+    def stats() -> dict:
+        """Size, method, settings and scheme of the index."""
+        return index.stats()
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> dict:
+        """The index is open and answers."""
+        return {"status": "ready", "documents": len(index)}
+
+    return app

@@ -1,0 +1,141 @@
+"""The Dask engine beyond the contract suite: a worker killed mid-job, the shuffle's pieces, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from neardup.core.documents import InMemorySource
+from neardup.engine import LocalEngine
+from neardup.engine.dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest
+from neardup.methods.minhash.config import MinHashConfig
+
+from conftest import make_corpus
+
+pytest.importorskip("dask.distributed")
+
+
+def test_buckets_hold_whole_groups():
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 5, size=(200, 4, 2)).astype(np.uint64)
+    member = rng.random((200, 4)) < 0.8
+    parts = bucket_entries(keys, member, 7)
+    assert sum(len(p["doc"]) for p in parts) == member.sum()
+    seen: dict[tuple, int] = {}
+    for b, p in enumerate(parts):
+        for t, k in zip(p["table"].tolist(), map(tuple, p["key"].tolist())):
+            assert seen.setdefault((t, k), b) == b, "a group was split across buckets"
+
+
+def test_forest_merge_equals_components_of_all_pairs():
+    from neardup.core.components import components
+
+    rng = np.random.default_rng(5)
+    n = 300
+    a = rng.integers(0, n, 400)
+    b = rng.integers(0, n, 400)
+    a, b = np.minimum(a, b), np.maximum(a, b)
+    forests = [pairs_forest(a[i::5], b[i::5]) for i in range(5)]
+    merged = merge_forests(merge_forests(*forests[:2]), merge_forests(*forests[2:]))
+    assert np.array_equal(roots_from_forest(n, merged), components(n, a, b))
+
+
+class _KillOnce:
+    """A progress that kills one worker process (SIGKILL) when the 5th batch of the scan is done."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.batches = 0
+        self.killed: int | None = None
+
+    def stage(self, name: str) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        self.batches += 1
+        if self.batches == 5:
+            pids = self.client.run(os.getpid)
+            self.killed = sorted(pids.values())[0]
+            os.kill(self.killed, signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client):
+    from neardup.engine.dask_engine import DaskEngine
+
+    data = make_corpus(n=600, seed=11)
+    config = MinHashConfig(threshold=0.6)
+    expected = LocalEngine(1).run(config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True)
+    killer = _KillOnce(dask_client)
+    got = DaskEngine(dask_client, partitions=4).run(
+        config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True, progress=killer
+    )
+    assert killer.killed is not None
+    dask_client.wait_for_workers(2, timeout=60)
+    assert killer.killed not in dask_client.run(os.getpid).values(), "the killed worker is gone"
+    assert np.array_equal(got.root, expected.root)
+    assert np.array_equal(got.kept, expected.kept)
+    for x, y in zip(got.pairs, expected.pairs):
+        assert np.array_equal(x, y)
+    assert got.counters["dask_shuffle_bytes"] > 0
+
+
+def test_cli_engine_dask_writes_what_the_local_engine_writes(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    data = make_corpus(n=300, seed=5)
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(data.ids, data.texts)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    outs = {}
+    for engine in ("local", "dask"):
+        out = tmp_path / f"{engine}.jsonl"
+        args = [sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(out), "--engine", engine, "-q"]
+        args += ["--workers", "2", "--clusters", str(tmp_path / f"{engine}-clusters.csv")]
+        r = subprocess.run(args, capture_output=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr.decode()
+        outs[engine] = (out.read_bytes(), (tmp_path / f"{engine}-clusters.csv").read_bytes())
+    assert outs["dask"] == outs["local"]
+    assert len(outs["local"][0].splitlines()) < 300
+
+
+def test_cli_scheduler_needs_engine_dask(tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli.main import main
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "a b c"}\n')
+    r = CliRunner().invoke(main, ["dedup", str(src), "-o", str(tmp_path / "o.jsonl"), "--partitions", "3"])
+    assert r.exit_code == 2
+    assert "--engine dask" in r.output
+
+
+def test_output_folder_gets_one_part_per_input_file(tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli.main import main
+
+    data = make_corpus(n=240, seed=9)
+    shards = tmp_path / "in"
+    (shards / "sub").mkdir(parents=True)
+    names = ["a.jsonl", "sub/b.jsonl", "c.jsonl"]
+    for k, name in enumerate(names):
+        rows = range(k * 80, (k + 1) * 80)
+        (shards / name).write_text("".join(json.dumps({"id": data.ids[i], "text": data.texts[i]}) + "\n" for i in rows))
+    whole = tmp_path / "whole.jsonl"
+    r = CliRunner().invoke(main, ["dedup", str(shards), "-o", str(whole), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["dedup", str(shards), "-o", str(tmp_path / "parts") + "/", "-q"])
+    assert r.exit_code == 0, r.output
+    parts = sorted((tmp_path / "parts").iterdir())
+    assert [p.name for p in parts] == ["part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl"]
+    assert b"".join(p.read_bytes() for p in parts) == whole.read_bytes()
+    # reading order is sorted path order: a.jsonl, c.jsonl, sub/b.jsonl
+    assert {json.loads(line)["id"] for line in parts[1].read_text().splitlines()} <= set(data.ids[160:240])
+    assert len(whole.read_text().splitlines()) < 240
