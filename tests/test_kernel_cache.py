@@ -30,3 +30,18 @@ def test_cached_kernels_are_dropped_after_a_module_changes(tmp_path):
 
 def test_unwritable_or_missing_places_are_ignored(tmp_path):
     assert not drop_stale_kernels(tmp_path / "does-not-exist")
+
+
+def test_read_only_install_gets_a_temporary_cache(tmp_path):
+    from neardup._kernels.cache import choose_cache_dir
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    env: dict = {}
+    assert choose_cache_dir(pkg, env, str(tmp_path)) is None and env == {}  # writable package: numba's default
+    # unwritable stands for missing here (root ignores permission bits): no package dir, no user cache
+    gone = tmp_path / "gone"
+    assert choose_cache_dir(gone / "pkg", env, str(gone / "home" / ".cache")) is not None
+    assert os.access(env["NUMBA_CACHE_DIR"], os.W_OK)
+    user = {"NUMBA_CACHE_DIR": "/somewhere"}  # the user's choice is honoured
+    assert choose_cache_dir(gone / "pkg", user, str(gone)) is None and user["NUMBA_CACHE_DIR"] == "/somewhere"

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import importlib
 
-from ._kernels.cache import drop_stale_kernels
+from ._kernels.cache import choose_cache_dir, drop_stale_kernels
 
 __version__ = "0.1.0"
 
+choose_cache_dir()
 drop_stale_kernels()
 
 # public name -> module that defines it

@@ -8,17 +8,19 @@ with every core by default). Nothing is written; the command line writes the out
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from .core.documents import InMemorySource
 from .core.parallel import MAX_WORKERS
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
 from .engine.local import LocalEngine
 from .io import ReadStats, read_documents
+from .io.memory import is_in_memory, texts_and_ids
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
 
@@ -89,6 +91,47 @@ class DedupResult:
             lines["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
         return lines
 
+    def to_arrow(self) -> Any:
+        """One row per document, in input order: ``id``, ``cluster`` (the cluster's root document
+        number), ``cluster_size`` (1 for a singleton), ``similarity`` (to the cluster's kept
+        document, as the method measures it) and ``kept``, as a pyarrow Table."""
+        import pyarrow as pa
+
+        root = np.asarray(self.root, dtype=np.int64)
+        sizes = np.bincount(root, minlength=len(root))[root] if len(root) else np.zeros(0, np.int64)
+        return pa.table(
+            {
+                "id": pa.array(self.ids, pa.string()),
+                "cluster": pa.array(root),
+                "cluster_size": pa.array(sizes.astype(np.int64)),
+                "similarity": pa.array(np.asarray(self.similarity, dtype=np.float64)),
+                "kept": pa.array(np.asarray(self.keep_mask, dtype=bool)),
+            }
+        )
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_arrow` as a pandas DataFrame (needs pandas)."""
+        return self.to_arrow().to_pandas()
+
+    def pairs_table(self) -> Any:
+        """The verified pairs (``want_pairs=True``) as a pyarrow Table ``a``, ``b``, ``similarity``
+        (document numbers) with ``id_a``/``id_b``; ``None`` when pairs were not asked for."""
+        import pyarrow as pa
+
+        if self.pairs is None:
+            return None
+        a, b, sim = (np.asarray(x) for x in self.pairs)
+        ids = pa.array(self.ids, pa.string())
+        return pa.table(
+            {
+                "a": pa.array(a.astype(np.int64)),
+                "b": pa.array(b.astype(np.int64)),
+                "similarity": pa.array(sim.astype(np.float64)),
+                "id_a": ids.take(pa.array(a.astype(np.int64))),
+                "id_b": ids.take(pa.array(b.astype(np.int64))),
+            }
+        )
+
     @property
     def keep_mask(self) -> np.ndarray:
         return self.job.keep_mask
@@ -125,7 +168,7 @@ class _Callbacks:
 
 
 def dedup(
-    paths: Sequence[str],
+    paths: Any,
     method: MethodConfig | None = None,
     *,
     keep: Literal["first", "longest"] = "first",
@@ -142,7 +185,13 @@ def dedup(
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> DedupResult:
-    """Run the dedup job on input files and return what it found (nothing is written).
+    """Run the dedup job on input files or in-memory data and return what it found (nothing is written).
+
+    ``paths`` is a list of input paths, or documents held in memory: a list of texts, a pandas
+    DataFrame, a pyarrow Table or RecordBatchReader, or a Hugging Face ``datasets.Dataset``
+    (``text_field`` / ``id_field`` name its columns; ids default to row positions). A list of
+    strings is paths when every one looks like a path (no whitespace; exists, ``-``, a URL, a glob
+    or an input extension), texts when none does.
 
     ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
     of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
@@ -168,6 +217,15 @@ def dedup(
     if engine is not None and workers is not None:
         raise conflict("give either engine or workers (the engine has its own workers)")
     read_stats = ReadStats()
+    if is_in_memory(paths):
+        if html or main_content:
+            raise conflict("html/main_content apply to input files, not to in-memory data")
+        texts, ids = texts_and_ids(paths, text_field, id_field)
+        read_stats.documents = len(texts)
+        engine = engine or LocalEngine(workers or default_workers())
+        mem = InMemorySource(texts, ids, batch_size=batch_size)
+        job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
+        return DedupResult(method, job, read_stats)
     first_pass = [True]
 
     def source() -> Any:

@@ -11,11 +11,18 @@ if they differ, deletes the cached kernels (``*.nbi``, ``*.nbc``) there; the ker
 again on first use. Every numba function and everything a kernel reads at compile time (the
 character class table included) lives in this package, so edits elsewhere keep the caches.
 Caches elsewhere (``NUMBA_CACHE_DIR``) are not touched.
+
+A read-only install: numba caches beside the package when it can, else in the per-user cache
+directory; with neither writable it fails ("cannot cache function ... no locator available").
+:func:`choose_cache_dir`, called on import before numba is loaded, then points ``NUMBA_CACHE_DIR``
+at a per-user directory under the system temporary directory. A ``NUMBA_CACHE_DIR`` set by the
+user is always honoured.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 _STAMP = "neardup-kernels.stamp"
 
@@ -50,3 +57,32 @@ def drop_stale_kernels(package: str | os.PathLike | None = None) -> bool:
         return dropped
     except OSError:
         return False
+
+
+def choose_cache_dir(
+    package: str | os.PathLike | None = None, environ: dict | None = None, user_cache: str | None = None
+) -> str | None:
+    """Set ``NUMBA_CACHE_DIR`` (in ``environ``, ``os.environ`` by default) to a writable temporary
+    directory when neither ``package`` (this one) nor the per-user cache directory (``user_cache``,
+    ``$XDG_CACHE_HOME`` or ``~/.cache``) is writable and the variable is unset; return the
+    directory set, else None."""
+    environ = os.environ if environ is None else environ
+    if environ.get("NUMBA_CACHE_DIR"):
+        return None
+    package = os.fspath(package) if package is not None else os.path.dirname(os.path.abspath(__file__))
+    if _writable(os.path.join(package, "__pycache__")) or _writable(package):
+        return None
+    if user_cache is None:
+        home = os.path.expanduser("~")
+        user_cache = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    if _writable(user_cache) or (not os.path.exists(user_cache) and _writable(os.path.dirname(user_cache))):
+        return None
+    uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+    path = os.path.join(tempfile.gettempdir(), f"neardup-numba-{uid}")
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    environ["NUMBA_CACHE_DIR"] = path
+    return path
+
+
+def _writable(path: str) -> bool:
+    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
