@@ -1,15 +1,28 @@
-"""``python -m neardup`` and the ``neardup`` command: the CLI, with Ctrl-C during start-up answered
-like Ctrl-C during a command (one line, exit 130) instead of a traceback from an import."""
+"""``python -m neardup`` and the ``neardup`` command: the CLI, with Ctrl-C answered with one line
+and exit 130 from the first instant (not a traceback from an import, nor click's "Aborted!" and 1).
 
+Commands that write outputs replace this handler while they run (``cli.safety.interrupts``) so that
+their temporary files are removed on the way out; before and after that, nothing is half-written,
+so the process ends at once.
+"""
+
+import os
+import signal
 import sys
 
 
-def run() -> None:
+def _interrupted(signum, frame) -> None:
     try:
-        from .cli.main import main
-    except KeyboardInterrupt:
         sys.stderr.write("neardup: interrupted\n")
-        sys.exit(130)
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
+def run() -> None:
+    signal.signal(signal.SIGINT, _interrupted)
+    from .cli.main import main
+
     main()
 
 
