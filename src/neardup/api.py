@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from .core.documents import InMemorySource
+from .core.documents import DocumentSource, InMemorySource
 from .core.parallel import MAX_WORKERS
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
@@ -44,6 +44,8 @@ class DedupResult:
     config: MethodConfig
     job: JobResult
     read_stats: ReadStats
+    source: DocumentSource = field(repr=False)
+    """Reads the job's documents again, in the same order (a later pass, such as ``--against``)."""
 
     @property
     def ids(self) -> list[str]:
@@ -225,7 +227,7 @@ def dedup(
         engine = engine or LocalEngine(workers or default_workers())
         mem = InMemorySource(texts, ids, batch_size=batch_size)
         job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
-        return DedupResult(method, job, read_stats)
+        return DedupResult(method, job, read_stats, mem)
     first_pass = [True]
 
     def source() -> Any:
@@ -245,4 +247,4 @@ def dedup(
 
     engine = engine or LocalEngine(workers or default_workers())
     job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
-    return DedupResult(method, job, read_stats)
+    return DedupResult(method, job, read_stats, source)

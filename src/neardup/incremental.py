@@ -15,12 +15,11 @@ index are not re-clustered among themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .core.documents import DocBatch
+from .core.documents import DocumentSource
 from .index.durable import DurableIndex
 
 __all__ = ["AgainstResult", "match_against"]
@@ -53,7 +52,7 @@ class AgainstResult:
 
 def match_against(
     index: DurableIndex,
-    source: Callable[[], Iterable[DocBatch]],
+    source: DocumentSource,
     root: np.ndarray,
     keep_mask: np.ndarray,
     *,

@@ -16,7 +16,7 @@ from ..api import DedupResult, dedup
 from ..core.errors import NeardupError
 from ..incremental import AgainstResult, match_against
 from ..index.durable import DurableIndex
-from ..io import output_format, read_documents, write_kept, write_table
+from ..io import output_format, write_kept, write_table
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
 from .engine_options import add_engine_options, chosen_engine
@@ -205,21 +205,7 @@ def dedup_cmd(
             if index is not None:
                 progress.stage("matching the index")
                 t0 = time.perf_counter()
-                against = match_against(
-                    index,
-                    lambda: read_documents(
-                        inputs,
-                        text_field=text_field,
-                        id_field=id_field,
-                        on_error=on_error,
-                        batch_size=batch_size,
-                        html=html,
-                        main_content=main_content,
-                        input_format=input_format,
-                    ),
-                    result.root,
-                    result.keep_mask,
-                )
+                against = match_against(index, result.source, result.root, result.keep_mask)
                 keep_mask = against.keep_mask
                 result.timings["against index"] = time.perf_counter() - t0
                 clash = [i for i in against.kept_ids if i in index] if update else []

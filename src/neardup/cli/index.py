@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 data error (bad input, a damaged or locked index, a fai
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import click
@@ -23,13 +24,17 @@ INDEX_METHODS = ("minhash", "simhash", "exact")
 
 
 @contextmanager
-def index_errors():
-    """A damaged, locked or missing index, bad input, a refused id: one line on stderr, exit 1."""
+def index_errors(after: Callable[[], str | None] = lambda: None):
+    """A damaged, locked or missing index, bad input, a refused id: one line on stderr (and the
+    line ``after()`` returns, if any), exit 1."""
     try:
         yield
     except (NeardupError, KeyError, ValueError, OSError) as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         click.echo(f"neardup: error: {text}", err=True)
+        more = after()
+        if more:
+            click.echo(f"neardup: {more}", err=True)
         sys.exit(EXIT_DATA_ERROR)
 
 
@@ -126,18 +131,12 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
     """
     stats = ReadStats()
     added = 0
-    try:
-        with DurableIndex.open(path, "a") as index:
-            for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
-                index.add(batch.ids, batch.texts, replace=replace)
-                added += len(batch)
-            size = len(index)
-    except (NeardupError, KeyError, ValueError, OSError) as exc:
-        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        click.echo(f"neardup: error: {text}", err=True)
-        if added:
-            click.echo(f"neardup: {added:,} documents were added before the error", err=True)
-        sys.exit(EXIT_DATA_ERROR)
+    before = lambda: f"{added:,} documents were added before the error" if added else None
+    with index_errors(before), DurableIndex.open(path, "a") as index:
+        for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
+            index.add(batch.ids, batch.texts, replace=replace)
+            added += len(batch)
+        size = len(index)
     if stats.documents == 0:
         click.echo(f"neardup: error: no documents read from {', '.join(inputs)}", err=True)
         sys.exit(EXIT_DATA_ERROR)

@@ -202,38 +202,32 @@ class DurableIndex:
             present = [i for i in ids if i in self._seq_of]
             if present:
                 raise KeyError(f"id {present[0]!r} is in the index already")
-            accepted: list[int] = []
+            accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
+            added: list[str] = []
             duplicates: list[tuple[str, Matches]] = []
-            staged: list[int] = []  # temporary in-memory rows of this call (negative keys)
             try:
                 for i in range(len(ids)):
-                    staged_ids = [ids[j] for j in staged]
-                    matches = (
-                        [] if empty[i] else self._query_rows(values[i : i + 1], min_similarity, limit, staged_ids)[0]
-                    )
+                    row = values[i : i + 1]
+                    matches = [] if empty[i] else self._query_rows(row, min_similarity, limit, added)[0]
                     if matches:
                         duplicates.append((ids[i], matches))
                         continue
                     accepted.append(i)
-                    key = -(len(staged) + 1)
-                    self._memory.add([key], values[i : i + 1], empty=empty[i : i + 1])
-                    staged.append(i)
+                    added.append(ids[i])
+                    self._memory.add([-len(accepted)], row, empty=empty[i : i + 1])
             finally:
-                if staged:
-                    self._memory.remove([-(k + 1) for k in range(len(staged))])
+                if accepted:
+                    self._memory.remove([-(k + 1) for k in range(len(accepted))])
             sel = np.asarray(accepted, dtype=np.int64)
-            self._commit([ids[i] for i in accepted], [texts[i] for i in accepted], values[sel], empty[sel])
-            return UniqueResult([ids[i] for i in accepted], duplicates)
+            self._commit(added, [texts[i] for i in accepted], values[sel], empty[sel])
+            return UniqueResult(added, duplicates)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove documents (one transaction; an unknown id is a ``KeyError`` and nothing is removed)."""
         ids = list(ids)
         with self._lock:
-            seqs = self._store.delete(ids)
-            self._memory.remove(seqs)
-            for s in seqs:
-                del self._seq_of[self._ids.pop(s)]
-            self._tomb = max(self._tomb, self._store.last_tombstone())
+            self._forget(self._store.delete(ids))
+            self._tomb = self._store.last_tombstone()  # this writer's own tombstones are applied
 
     def compact(self) -> None:
         """Drop tombstones and free pages (readers reload on their next :meth:`refresh`)."""
@@ -250,11 +244,7 @@ class DurableIndex:
                 return
             self._load_rows_after(self._last)
             removed = self._store.tombstones_after(self._tomb)
-            gone = [doc for _, doc in removed if doc in self._ids]
-            if gone:
-                self._memory.remove(gone)
-                for s in gone:
-                    del self._seq_of[self._ids.pop(s)]
+            self._forget([doc for _, doc in removed if doc in self._ids])
             if removed:
                 self._tomb = removed[-1][0]
 
@@ -343,12 +333,8 @@ class DurableIndex:
             values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=self._dtype).reshape(
                 (len(rows), *self._row_shape)
             )
-            seqs = [r.seq for r in rows]
-            self._memory.add(seqs, values, empty=np.fromiter((r.empty for r in rows), np.bool_, len(rows)))
-            for r in rows:
-                self._ids[r.seq] = r.id
-                self._seq_of[r.id] = r.seq
-            self._last = seqs[-1]
+            empty = np.fromiter((r.empty for r in rows), np.bool_, len(rows))
+            self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
 
     def _commit(
         self, ids: list[str], texts: list[str], values: np.ndarray, empty: Any, *, replace: bool = False
@@ -361,15 +347,24 @@ class DurableIndex:
         old = [self._seq_of[i] for i in ids if i in self._seq_of] if replace else []
         seqs = self._store.insert(ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace)
         if old:
-            self._memory.remove(old)
-            for s in old:
-                del self._seq_of[self._ids.pop(s)]
-            self._tomb = max(self._tomb, self._store.last_tombstone())
+            self._forget(old)
+            self._tomb = self._store.last_tombstone()
+        self._remember(seqs, ids, values, empty)
+
+    def _remember(self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray) -> None:
+        """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup."""
         self._memory.add(seqs, values, empty=empty)
-        for s, doc_id in zip(seqs, ids):
-            self._ids[s] = doc_id
-            self._seq_of[doc_id] = s
+        for seq, doc_id in zip(seqs, ids):
+            self._ids[seq] = doc_id
+            self._seq_of[doc_id] = seq
         self._last = max(self._last, seqs[-1])
+
+    def _forget(self, seqs: list[int]) -> None:
+        """Rows removed from the store leave the in-memory lookup."""
+        if seqs:
+            self._memory.remove(seqs)
+            for seq in seqs:
+                del self._seq_of[self._ids.pop(seq)]
 
     def _query_rows(
         self, values: np.ndarray, min_similarity: float | None, limit: int | None, staged: Sequence[str], empty=None

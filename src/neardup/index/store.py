@@ -19,8 +19,8 @@ long as it is open, and a second writer gets :class:`IndexLockedError`; readers 
 see what was committed when they (re)load.
 
 A store backend is anything with the methods of :class:`SQLiteStore` below the line "backend
-interface" (``insert``, ``delete``, ``rows_after``, ``tombstones_after``, ``lookup``, ``get``,
-``count``, ``meta``, ``epoch``, ``compact``, ``check``, ``close``): the durable index
+interface" (``insert``, ``delete``, ``rows_after``, ``tombstones_after``, ``last_tombstone``, ``lookup``,
+``get``, ``meta``, ``epoch``, ``compact``, ``check``, ``file_bytes``, ``close``): the durable index
 (:mod:`neardup.index.durable`) keeps its lookup structures in memory and asks the store only for
 what changed.
 """
@@ -267,13 +267,6 @@ class SQLiteStore:
         if text is not None:
             out["text"] = text
         return out
-
-    def ids_in_order(self) -> Iterator[str]:
-        for (doc_id,) in self._conn.execute("SELECT id FROM docs ORDER BY seq"):
-            yield doc_id
-
-    def count(self) -> int:
-        return self._query("SELECT COUNT(*) FROM docs")[0][0]
 
     def compact(self) -> None:
         """Drop the tombstones (readers reload: the epoch changes) and rewrite the file without free pages."""

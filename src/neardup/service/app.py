@@ -104,7 +104,7 @@ def request_models(limits: Limits):
         if_unique: bool = Field(default=False, description="Add only documents with no near-duplicate in the index.")
         min_similarity: float | None = Field(default=None, ge=0.0, le=1.0)
 
-    return Document, QueryRequest, AddRequest
+    return QueryRequest, AddRequest
 
 
 FLAGS = {"documents": "--max-batch", "text": "--max-text-chars", "limit": "the largest limit"}
@@ -161,7 +161,7 @@ def create_app(
     index: DurableIndex, *, token: str | None, limits: Limits = Limits(), auth_reads: bool = False
 ) -> FastAPI:
     """The API over ``index``. ``token``: the bearer token writes need (None: writes refused)."""
-    _, QueryRequest, AddRequest = request_models(limits)
+    QueryRequest, AddRequest = request_models(limits)
     app = FastAPI(
         title="neardup",
         version=__version__,
