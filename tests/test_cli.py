@@ -291,6 +291,8 @@ def test_empty_file_and_empty_documents(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     res = run("dedup", empty, "-o", tmp_path / "k.jsonl", "--clusters", tmp_path / "c.csv", "-q")
+    assert res.exit_code == 1 and "no documents" in res.output  # no empty success by accident
+    res = run("dedup", empty, "-o", tmp_path / "k.jsonl", "--clusters", tmp_path / "c.csv", "-q", "--allow-empty")
     assert res.exit_code == 0
     assert read_rows(tmp_path / "k.jsonl") == []
     src = write_jsonl(

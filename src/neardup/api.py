@@ -89,6 +89,8 @@ class DedupResult:
         """The method's summary lines (label -> text)."""
         lines = dict(self.config.describe(self.counters))
         repeated = len(self.ids) - len(set(self.ids))
+        if self.read_stats.line_ids:
+            lines["ids from FILE:LINE"] = f"{self.read_stats.line_ids:,} (their id was missing or repeated)"
         if repeated:
             lines["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
         return lines
@@ -178,11 +180,13 @@ def dedup(
     batch_size: int = 2048,
     text_field: str = "text",
     id_field: str | None = None,
+    id_policy: Literal["field", "line"] = "field",
     on_error: Literal["fail", "skip"] = "fail",
     html: bool = False,
     main_content: bool = False,
     input_format: str | None = None,
     want_pairs: bool = False,
+    record_skipped: bool = False,
     engine: Engine | None = None,
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
@@ -202,6 +206,11 @@ def dedup(
     globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
     (:mod:`neardup.io.paths`).
 
+    ``id_policy="line"`` (files, with ``id_field``): a record whose id is missing, empty or repeats
+    an earlier record's gets the id ``FILE:LINE`` instead of being a bad record (counted in
+    ``read_stats.line_ids``). ``record_skipped``: keep ``(path, line, reason, message)`` of every
+    record ``on_error="skip"`` skipped in ``read_stats.details``.
+
     >>> import tempfile, pathlib, json
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> docs = ["the quick brown fox jumps over the lazy dog near the river bank today"] * 2
@@ -218,7 +227,10 @@ def dedup(
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
         raise conflict("give either engine or workers (the engine has its own workers)")
-    read_stats = ReadStats()
+    id_policy = check("id_policy", id_policy, Choice(("field", "line")))
+    if id_policy == "line" and id_field is None:
+        raise conflict("id_policy='line' needs an id_field")
+    read_stats = ReadStats(details=[] if record_skipped else None)
     if is_in_memory(paths):
         if html or main_content:
             raise conflict("html/main_content apply to input files, not to in-memory data")
@@ -243,6 +255,7 @@ def dedup(
             html=html,
             main_content=main_content,
             input_format=input_format,
+            id_policy=id_policy,
         )
 
     engine = engine or LocalEngine(workers or default_workers())

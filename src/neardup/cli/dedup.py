@@ -11,14 +11,16 @@ import time
 from contextlib import contextmanager
 
 import click
+import numpy as np
 
 from ..api import DedupResult, dedup
 from ..core.errors import NeardupError
 from ..incremental import AgainstResult, match_against
 from ..index.durable import DurableIndex
-from ..io import output_format, write_kept, write_table
+from ..io import output_format
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
+from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, chosen_engine
 from .options import (
     MethodCommand,
@@ -26,12 +28,21 @@ from .options import (
     build_config,
     reject_foreign_options,
 )
-from .safety import check_output_paths, interrupts
+from .safety import check_output_paths, interrupts, preflight_outputs
+
+
+def _check_stats_path(ctx, param, value):
+    if value is not None and not value.lower().endswith(".json"):
+        raise click.BadParameter(f"{value!r}: the stats file is JSON; give a path ending in .json")
+    return value
 
 
 def _check_output_path(ctx, param, value):
     if value is None or (param.name == "output" and (value == "-" or value.endswith(("/", os.sep)))):
         return value
+    if os.path.isdir(value):
+        hint = " (or end it with '/' to write one part per input into it)" if param.name == "output" else ""
+        raise click.BadParameter(f"{value} is a directory; give a file path{hint}")
     try:
         output_format(value)
     except ValueError as exc:
@@ -78,10 +89,52 @@ def _check_output_path(ctx, param, value):
     callback=_check_output_path,
     help="Also write every verified pair: id_a, id_b, similarity.",
 )
+@click.option(
+    "--removed",
+    "removed_path",
+    default=None,
+    callback=_check_output_path,
+    help="Also write the removed records, with all their fields, like -o (format by extension).",
+)
+@click.option(
+    "--annotate",
+    is_flag=True,
+    help="Write every record to -o (none removed) with added columns: cluster (id of its cluster's kept "
+    "document), cluster_size, similarity (to the kept document) and kept (true/false).",
+)
+@click.option(
+    "--annotate-prefix",
+    default="",
+    show_default=True,
+    help="With --annotate: put this before the added column names (e.g. 'dedup_' gives dedup_cluster, ...).",
+)
+@click.option(
+    "--stats",
+    "stats_path",
+    default=None,
+    callback=_check_stats_path,
+    help="Also write the summary as JSON: counts, skips by reason, seconds per stage, settings, version.",
+)
+@click.option(
+    "--skipped",
+    "skipped_path",
+    default=None,
+    callback=_check_output_path,
+    help="With --on-error skip: write file, line, reason and message of every skipped record "
+    "(.jsonl, .csv or .parquet).",
+)
 @add_method_options
 @click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
 @click.option(
     "--id-field", default=None, help="Field holding the document id [default: 'id' when present, else FILE:LINE]."
+)
+@click.option(
+    "--id-policy",
+    type=click.Choice(["field", "line"]),
+    default="field",
+    show_default=True,
+    help="With --id-field: 'field' uses its values (a missing one is a bad record); 'line' gives "
+    "FILE:LINE to a record whose id is missing or repeats an earlier record's.",
 )
 @click.option(
     "--html",
@@ -116,8 +169,20 @@ def _check_output_path(ctx, param, value):
     is_flag=True,
     help="With --against: add the kept documents to the index (after the outputs are written).",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Succeed when the inputs hold no documents (by default that is an error: a wrong path or format?).",
+)
+@click.option(
+    "--no-space-check",
+    is_flag=True,
+    help="Do not refuse to start when the free space looks too small for the outputs.",
+)
 @add_engine_options
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars and no summary.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No progress bars and no summary (errors, and a warning on skips, remain)."
+)
 @click.pass_context
 def dedup_cmd(
     ctx,
@@ -128,8 +193,14 @@ def dedup_cmd(
     keep,
     clusters_path,
     pairs_path,
+    removed_path,
+    annotate,
+    annotate_prefix,
+    stats_path,
+    skipped_path,
     text_field,
     id_field,
+    id_policy,
     html,
     main_content,
     on_error,
@@ -140,6 +211,8 @@ def dedup_cmd(
     partitions,
     against_path,
     update,
+    allow_empty,
+    no_space_check,
     quiet,
     **method_params,
 ):
@@ -169,10 +242,20 @@ def dedup_cmd(
 
     if update and against_path is None:
         raise click.UsageError("--update needs --against INDEX")
-    check_output_paths(
-        list(inputs) + ([against_path] if against_path else []),
-        {"-o": output, "--clusters": clusters_path, "--pairs": pairs_path},
-    )
+    if annotate_prefix and not annotate:
+        raise click.UsageError("--annotate-prefix needs --annotate")
+    if skipped_path and on_error != "skip":
+        raise click.UsageError("--skipped needs --on-error skip (with fail, the first bad record stops the run)")
+    if id_policy != "field" and id_field is None:
+        raise click.UsageError("--id-policy needs --id-field")
+    outs = Outputs(output, clusters_path, pairs_path, removed_path, skipped_path, stats_path, annotate, annotate_prefix)
+    check_output_paths(list(inputs) + ([against_path] if against_path else []), outs.named())
+    try:
+        preflight_outputs(list(inputs), outs.named(), () if no_space_check else ("-o", "--removed"))
+    except NeardupError as exc:
+        click.echo(f"neardup: error: {exc}", err=True)
+        sys.exit(EXIT_DATA_ERROR)
+    read = ReadOptions(tuple(inputs), text_field, id_field, on_error, input_format, id_policy)
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     against = None
@@ -193,14 +276,18 @@ def dedup_cmd(
                 batch_size=batch_size,
                 text_field=text_field,
                 id_field=id_field,
+                id_policy=id_policy,
                 on_error=on_error,
                 html=html,
                 main_content=main_content,
                 input_format=input_format,
                 want_pairs=pairs_path is not None,
+                record_skipped=skipped_path is not None,
                 on_batch=progress.advance,
                 on_stage=progress.stage,
             )
+            if result.n_documents == 0 and not allow_empty:
+                raise NeardupError(nothing_read(inputs, result.read_stats, input_format))
             keep_mask = result.keep_mask
             if index is not None:
                 progress.stage("matching the index")
@@ -215,16 +302,36 @@ def dedup_cmd(
                         "with other text; nothing was written or added (give new ids, or remove them from the index)"
                     )
             progress.stage("writing")
-            t0 = time.perf_counter()
-            if output.endswith(("/", os.sep)):
-                _write_parts(result, keep_mask, output, text_field, id_field, on_error)
-            else:
-                _write_output(result, keep_mask, inputs, output, text_field, id_field, on_error, input_format)
-            if clusters_path:
-                _write_clusters(result, clusters_path, against)
-            if pairs_path:
-                _write_pairs(result, pairs_path)
-            result.timings["write"] = time.perf_counter() - t0
+            removed = int(len(keep_mask) - np.count_nonzero(keep_mask))
+            settings = {
+                "keep": keep,
+                "text_field": text_field,
+                "id_field": id_field,
+                "id_policy": id_policy,
+                "on_error": on_error,
+                "html": html,
+                "main_content": main_content,
+                "input_format": input_format,
+                "batch_size": batch_size,
+                "workers": workers,
+                "engine": engine,
+                "against": against_path,
+                "update": update,
+            }
+
+            def stats_body():
+                return stats_document(
+                    result,
+                    removed=removed,
+                    settings=settings,
+                    inputs=list(inputs),
+                    outputs=outs,
+                    total_seconds=time.perf_counter() - started,
+                    against=against,
+                    added_to_index=len(against.kept_ids) if update else None,
+                )
+
+            write_all(result, keep_mask, outs, read, against, stats_body)
             if update:
                 t0 = time.perf_counter()
                 against.add_kept_to(index)
@@ -233,77 +340,40 @@ def dedup_cmd(
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, config.name, time.perf_counter() - started, against, update)
+        _print_summary(result, config.name, time.perf_counter() - started, against, update, outs)
+    elif result.read_stats.skipped:
+        rs = result.read_stats
+        reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
+        where = f"listed in {skipped_path}" if skipped_path else "--skipped PATH lists them"
+        click.echo(f"neardup: warning: {rs.skipped:,} bad records skipped ({reasons}); {where}", err=True)
 
 
-def _write_output(result, keep, inputs, output, text_field, id_field, on_error, input_format) -> None:
-    with _output_file(output) as target:
-        write_kept(
-            inputs,
-            keep,
-            target,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            all_valid=result.read_stats.skipped == 0,
-            input_format=input_format,
+def nothing_read(inputs, rs, input_format) -> str:
+    """Why a run read no document: every record skipped, or no records in the inputs (and what
+    was expected)."""
+    if rs.skipped:
+        reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
+        return (
+            f"every record was skipped ({rs.skipped:,} skipped: {reasons}); nothing written "
+            "(--skipped PATH lists them, --on-error fail stops at the first with its file and line)"
         )
-
-
-def _write_parts(result, keep, out_dir: str, text_field, id_field, on_error) -> None:
-    """One JSON Lines part per input source (every shard of a folder, every match of a glob), in
-    reading order: ``out_dir/part-00000.jsonl``, ... (a part may be empty)."""
-    start = 0
-    for i, (path, fmt, n) in enumerate(result.read_stats.sources):
-        write_kept(
-            [path],
-            keep[start : start + n],
-            os.path.join(out_dir, f"part-{i:05d}.jsonl"),
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            all_valid=result.read_stats.skipped == 0,
-            input_format=None if fmt == "txtdir" else fmt,
-        )
-        start += n
-
-
-@contextmanager
-def _output_file(output: str):
-    """``output`` itself, or for ``-`` a temporary JSON Lines file copied to standard output."""
-    if output != "-":
-        yield output
-        return
-    import shutil
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="neardup-out-") as tmp:
-        path = f"{tmp}/kept.jsonl"
-        yield path
-        with open(path, "rb") as f:
-            shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
-        sys.stdout.buffer.flush()
-
-
-def _write_clusters(result: DedupResult, path: str, against: AgainstResult | None = None) -> None:
-    """id, cluster (its kept document; with --against, the index's document for a removed cluster), similarity."""
-    import numpy as np
-
-    ids = np.asarray(result.ids, dtype=object)
-    cluster, similarity = ids[result.kept], result.similarity
-    if against is not None:
-        hit = ~np.isnan(against.match_similarity)
-        cluster = np.where(hit, np.asarray(against.match_id, dtype=object), cluster)
-        similarity = np.where(hit, against.match_similarity, similarity)
-    write_table({"id": ids, "cluster": cluster, "similarity": similarity}, path)
-
-
-def _write_pairs(result: DedupResult, path: str) -> None:
-    import numpy as np
-
-    ids = np.asarray(result.ids, dtype=object)
-    a, b, sim = result.pairs
-    write_table({"id_a": ids[a], "id_b": ids[b], "similarity": sim}, path)
+    found = []
+    for path, fmt, _ in rs.sources:
+        if fmt == "txtdir":
+            found.append(f"{path} (a folder with no .jsonl/.csv/.parquet/.arrow shards and no .txt/.html files)")
+        else:
+            found.append(f"{path} (no records as {fmt})")
+    shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+    expected = (
+        f"--input-format {input_format}"
+        if input_format
+        else ".jsonl/.ndjson/.json (optionally .gz/.zst), .csv, .parquet, .arrow files, folders of those, "
+        "or folders of .txt/.html files"
+    )
+    return (
+        f"no documents in the inputs: {shown or ', '.join(inputs)}; expected {expected}; "
+        "nothing written (--allow-empty accepts empty inputs)"
+    )
 
 
 class _NoProgress:
@@ -374,7 +444,12 @@ def against_index(path: str | None, update: bool, method: str, config):
 
 
 def _print_summary(
-    result: DedupResult, method: str, total: float, against: AgainstResult | None = None, update: bool = False
+    result: DedupResult,
+    method: str,
+    total: float,
+    against: AgainstResult | None = None,
+    update: bool = False,
+    outs: Outputs | None = None,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -402,4 +477,8 @@ def _print_summary(
     for stage, seconds in result.timings.items():
         table.add_row(f"time {stage}", f"{seconds:.2f} s")
     table.add_row("time total", f"{total:.2f} s")
+    if outs is not None:
+        for option, path in outs.named().items():
+            if path is not None and path != "-":
+                table.add_row(f"written {option}", path)
     console.print(table)

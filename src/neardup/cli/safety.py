@@ -1,6 +1,8 @@
 """What keeps a command from destroying data: outputs that would overwrite an input or each other
-are refused before any work, and an interrupt or SIGTERM ends the command with one line, its
-temporary files removed (the writers replace an output only when it is complete).
+are refused before any work, outputs that cannot be written are found before the work
+(:func:`preflight_outputs`), and an interrupt or SIGTERM ends the command with one line, its
+temporary files removed (the writers replace the outputs only when all are complete,
+:mod:`neardup.io.transaction`).
 
 Exit codes: 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
 """
@@ -10,11 +12,15 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Iterator
 
 import click
+
+from ..core.errors import OutputError
+from ..io.formats import compression
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -60,6 +66,100 @@ def check_output_paths(inputs: list[str], outputs: dict[str, str | None]) -> Non
                 f"{option} and {seen[real]} are the same file ({path}): give each output its own path"
             )
         seen[real] = option
+
+
+def _input_bytes(inputs: list[str]) -> int:
+    """Bytes of the local inputs (files, and every file under a folder); URLs and ``-`` count 0."""
+    total = 0
+    for src in _local_inputs(inputs):
+        if os.path.isdir(src):
+            for folder, _, files in os.walk(src):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        total += os.path.getsize(os.path.join(folder, name))
+        else:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(src)
+    return total
+
+
+def _existing_ancestor(path: str) -> str:
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    return folder
+
+
+def _read_only(folder: str) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def preflight_outputs(inputs: list[str], outputs: dict[str, str | None], sized: tuple[str, ...] = ("-o",)) -> None:
+    """Check, before any reading, that every output can be written.
+
+    A usage error (exit 2) when an output is an existing directory, or a part of its path is a
+    file; an :class:`~neardup.core.errors.OutputError` (exit 1) when its folder cannot be written
+    (permission, read-only file system) or the free space of a file system is below a rough
+    estimate of what the ``sized`` outputs need: the inputs' size (a third of it for a compressed
+    or Parquet output of uncompressed inputs), since the kept and removed records together are the
+    input records. Standard output and URLs are not checked.
+    """
+    need: dict[int, list] = {}
+    total = None
+    for option, path in outputs.items():
+        if path is None or path == "-" or "://" in path:
+            continue
+        parts = path.endswith(("/", os.sep))
+        target = path.rstrip("/" + os.sep) if parts else path
+        if parts and os.path.exists(target) and not os.path.isdir(target):
+            raise click.UsageError(f"{option} {path}: {target} is a file, not a folder for the parts")
+        if not parts and os.path.isdir(target):
+            raise click.UsageError(
+                f"{option} {path} is a directory; give a file path (or end -o with '/' to write parts into it)"
+            )
+        folder = target if parts and os.path.isdir(target) else _existing_ancestor(target)
+        if not os.path.isdir(folder):
+            raise click.UsageError(f"{option} {path}: {folder} is a file, not a folder")
+        if _read_only(folder):
+            raise OutputError(path, f"{folder} is on a read-only file system; write elsewhere")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(path, f"no permission to write in {folder}; write to a folder you may write in")
+        if option in sized:
+            if total is None:
+                total = _input_bytes(inputs)
+            estimate = total
+            if (compression(target) or target.lower().endswith(".parquet")) and not any(
+                compression(i) or i.lower().endswith(".parquet") for i in inputs
+            ):
+                estimate //= 3
+            with contextlib.suppress(OSError):
+                need.setdefault(os.stat(folder).st_dev, []).append((option, path, folder, estimate))
+    for items in need.values():
+        estimate = sum(e for *_, e in items)
+        folder = items[0][2]
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            continue
+        if estimate > free:
+            names = " and ".join(f"{o} {p}" for o, p, *_ in items)
+            raise OutputError(
+                items[0][1],
+                f"not enough free space in {folder}: {_human(free)} free, about {_human(estimate)} needed for "
+                f"{names} (a rough estimate from the inputs' size); free some space, write elsewhere, "
+                "or skip this check with --no-space-check",
+            )
 
 
 @contextlib.contextmanager

@@ -35,3 +35,39 @@ class IncompatibleSketchError(NeardupError, ValueError):
 class InputChangedError(NeardupError):
     """The input gave other documents when it was read again (a job that reads its input several
     times needs the same documents every time)."""
+
+
+_OUTPUT_REASONS = {
+    "ENOSPC": "no space left on device; free some space or write elsewhere",
+    "EDQUOT": "disk quota exceeded; free some space or write elsewhere",
+    "EACCES": "permission denied; write to a folder you may write in",
+    "EPERM": "permission denied; write to a folder you may write in",
+    "EROFS": "read-only file system; write elsewhere",
+    "EISDIR": "it is a directory; give a file path (or end -o with '/' to write parts into a folder)",
+    "ENOTDIR": "a part of its path is a file, not a folder",
+}
+
+
+class OutputError(NeardupError):
+    """An output cannot be written (disk full, permission denied, a folder in the way): names the
+    output and the reason, like an :class:`InputError` names the input.
+
+    ``errno`` is the operating system's error number when there is one (``errno.ENOSPC``, ...).
+    """
+
+    def __init__(self, path: object, cause: BaseException | str):
+        import errno as _errno
+        import re
+
+        self.path = str(path)
+        self.errno = getattr(cause, "errno", None)
+        if isinstance(cause, str):
+            message = cause
+        else:
+            if self.errno is None:  # pyarrow words the OS error in its message only
+                found = re.search(r"\[Errno (\d+)\]", str(cause))
+                self.errno = int(found.group(1)) if found else None
+            code = _errno.errorcode.get(self.errno or 0, "")
+            message = _OUTPUT_REASONS.get(code) or getattr(cause, "strerror", None) or str(cause)
+        self.message = message
+        super().__init__(f"cannot write {self.path}: {message}")

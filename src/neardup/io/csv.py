@@ -106,9 +106,13 @@ def scan_csv(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
                     doc_id = f"{path}:{line}"
             elif id_field is None:
                 doc_id = f"{path}:{line}"
+            elif pol.id_policy == "line":
+                doc_id = None
             else:
                 pol.reject(missing_id(path, line, header, id_field, False))
                 continue
+            if pol.id_policy == "line":
+                doc_id = pol.line_id(doc_id, path, line)
             ids.append(doc_id)
             texts.append(row[text_col])
             if full:

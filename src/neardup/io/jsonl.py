@@ -75,11 +75,13 @@ def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str
             doc_id = json_text_id(line, "id", doc_id)
     else:
         doc_id = obj.get(id_field)
-        if doc_id is None:
+        if doc_id is None and pol.id_policy == "field":
             pol.reject(missing_id(path, lineno, obj, id_field, id_field in obj))
             return None
-        if type(doc_id) is not str:
+        if doc_id is not None and type(doc_id) is not str:
             doc_id = json_text_id(line, id_field, doc_id)
+        if pol.id_policy == "line":
+            doc_id = pol.line_id(doc_id, path, lineno)
     return doc_id, text, obj
 
 
@@ -104,7 +106,7 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
         return
     lineno = 0
     with stream:
-        if not full:
+        if not full and pol.id_policy == "field":
             yield from _scan_jsonl_blocks(stream, path, pol)
             return
         for block in line_blocks(stream, path, pol):

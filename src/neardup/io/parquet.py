@@ -95,6 +95,8 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
         problem = None
         if text_field not in names:
             problem = missing_text(path, 1, names, text_field)
+        elif id_col is not None and id_col not in names and pol.id_policy == "line":
+            id_col = None
         elif id_col is not None and id_col not in names:
             problem = missing_id(path, 1, names, id_col, False)
         if problem is not None:  # every row has the same problem
@@ -127,16 +129,19 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
                         pol.reject(text)
                         continue
                 if id_values is None:
-                    doc_id = f"{path}:{line}"
+                    doc_id = f"{path}:{line}" if pol.id_policy == "field" else pol.line_id(None, path, line)
                 else:
                     doc_id = id_values[k]
                     if doc_id is None:
-                        if id_field is not None:
+                        if id_field is not None and pol.id_policy == "field":
                             pol.reject(missing_id(path, line, names, id_field, True))
                             continue
-                        doc_id = f"{path}:{line}"
-                    elif type(doc_id) is not str:  # its JSON text: True -> true, {"a": 1} -> {"a":1}
-                        doc_id = orjson.dumps(doc_id, default=str).decode()
+                        doc_id = f"{path}:{line}" if pol.id_policy == "field" else pol.line_id(None, path, line)
+                    else:
+                        if type(doc_id) is not str:  # its JSON text: True -> true, {"a": 1} -> {"a":1}
+                            doc_id = orjson.dumps(doc_id, default=str).decode()
+                        if pol.id_policy == "line":
+                            doc_id = pol.line_id(doc_id, path, line)
                 ids.append(doc_id)
                 texts.append(text)
                 if full:

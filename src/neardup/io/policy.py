@@ -23,6 +23,7 @@ MISSING = object()
 
 
 _ON_ERROR = ("fail", "skip")
+_ID_POLICIES = ("field", "line")
 
 
 def unreadable_errors() -> tuple[type[BaseException], ...]:
@@ -42,6 +43,10 @@ class ReadStats:
             size for Parquet and ``.txt``/``.html`` files.
         sources: ``(path, format, documents)`` of each input source read, in reading order (the
             expanded inputs: every shard of a folder, every match of a glob).
+        line_ids: documents whose id is ``FILE:LINE`` because ``id_policy="line"`` found their
+            id missing or repeated.
+        details: ``None``, or a list that gets ``(path, line, reason, message)`` of every skipped
+            record (``line`` is None for a whole file), for ``--skipped``.
     """
 
     files: int = 0
@@ -50,6 +55,8 @@ class ReadStats:
     reasons: Counter = field(default_factory=Counter)
     bytes_read: int = 0
     sources: list = field(default_factory=list)
+    line_ids: int = 0
+    details: list | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,6 +73,20 @@ class Policy:
     """Convert the text field of records from HTML (files of a directory: by extension)."""
     main_content: bool = False
     """Keep only the main block of each HTML page."""
+    id_policy: str = "field"
+    """``"line"``: a record whose ``id_field`` value is missing, empty or repeats an earlier
+    record's gets the id ``FILE:LINE`` (:meth:`line_id`) instead of being a bad record."""
+    seen_ids: set = field(default_factory=set, compare=False, repr=False)
+    """The ids given so far in this pass (``id_policy="line"`` only)."""
+
+    def line_id(self, doc_id: str | None, path: str, line: int) -> str:
+        """With ``id_policy="line"``: ``doc_id``, or ``FILE:LINE`` when it is missing (None or
+        empty) or an earlier record of this pass has it already."""
+        if doc_id is None or doc_id == "" or doc_id in self.seen_ids:
+            self.stats.line_ids += 1
+            return f"{path}:{line}"
+        self.seen_ids.add(doc_id)
+        return doc_id
 
     def reject(self, err: InputError) -> None:
         """Raise ``err`` (fail) or count it as one skipped record (skip)."""
@@ -73,17 +94,29 @@ class Policy:
             raise err
         self.stats.skipped += 1
         self.stats.reasons[err.reason] += 1
+        if self.stats.details is not None:
+            self.stats.details.append((err.path, err.line, err.reason, err.message))
 
 
-def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False) -> Policy:
+def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False, id_policy="field") -> Policy:
     if on_error not in _ON_ERROR:
         raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
+    if id_policy not in _ID_POLICIES:
+        raise ValueError(f"id_policy must be 'field' or 'line', got {id_policy!r}")
+    if id_policy == "line" and id_field is None:
+        raise ValueError("id_policy='line' needs an id_field (without one, ids are 'id' when present, else FILE:LINE)")
     if not isinstance(text_field, str) or not text_field:
         raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
     if id_field is not None and (not isinstance(id_field, str) or not id_field):
         raise ValueError(f"id_field must be None or a non-empty string, got {id_field!r}")
     return Policy(
-        text_field, id_field, on_error, stats if stats is not None else ReadStats(), bool(html), bool(main_content)
+        text_field,
+        id_field,
+        on_error,
+        stats if stats is not None else ReadStats(),
+        bool(html),
+        bool(main_content),
+        id_policy,
     )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
-import glob
 import gzip
 import os
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import numpy as np
 import orjson
 import zstandard
 
+from ..core.errors import InputError, OutputError
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
@@ -34,6 +34,7 @@ from .parquet import read_schema
 from .policy import Chunk, Policy, ReadStats, make_policy, unreadable_errors
 from .read import resolve_inputs, scan
 from .streams import BLOCK, WRITE_ROWS, open_input
+from .transaction import OutputSet
 
 _PARQUET_ROW_GROUP = 65536  # rows buffered before the Parquet writer emits a row group
 
@@ -41,22 +42,25 @@ _PARQUET_ROW_GROUP = 65536  # rows buffered before the Parquet writer emits a ro
 # --------------------------------------------------------------------------------------------
 # Output streams
 @contextlib.contextmanager
-def _atomic_output(path: str | os.PathLike) -> Iterator[Path]:
-    """A temporary path next to ``path`` that replaces it only if the block succeeds.
+def _atomic_output(path: str | os.PathLike, outputs: OutputSet | None = None) -> Iterator[Path]:
+    """A temporary path next to ``path`` that replaces it only if the block succeeds; with
+    ``outputs``, one output of that set (replaced with the others by its commit).
 
     Also makes writing over one of the inputs safe, and creates missing parent directories.
+    Errors of the output side (disk full, permission denied) name the output.
     """
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(final)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
     try:
-        yield tmp
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+        if outputs is not None:
+            yield outputs.stage(path)
+            return
+        with OutputSet() as one:
+            tmp = one.stage(path)
+            yield tmp
+            one.commit()
+    except OSError as exc:
+        if isinstance(exc, OutputError):
+            raise
+        raise OutputError(path, exc) from exc
 
 
 class _GzipOut(gzip.GzipFile):
@@ -72,22 +76,6 @@ class _GzipOut(gzip.GzipFile):
             super().close()
         finally:
             self._raw.close()
-
-
-def _remove_stale_temporaries(final: Path) -> None:
-    """Remove ``.NAME.PID.tmp`` files beside ``final`` left by runs that were killed (their
-    process is gone): a kill -9 cannot clean up, the next run does."""
-    for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
-        pid = tmp.name[len(final.name) + 2 : -4]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-        except PermissionError:
-            pass  # another user's live process
 
 
 def _open_output(tmp: Path, comp: str | None):
@@ -133,7 +121,81 @@ def _chunk_records(fmt: str, chunk: Chunk, sel: list[int]) -> list[dict]:
         batch, valid = chunk.payload
         take = sel if valid is None else [valid[i] for i in sel]
         return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+    if fmt == "records":
+        return [chunk.payload[i] for i in sel]
     return [{"id": chunk.ids[i], "text": chunk.texts[i]} for i in sel]
+
+
+# --------------------------------------------------------------------------------------------
+# Annotation: added columns (cluster, cluster_size, similarity, kept) on every written record
+def _arrow_type(values: np.ndarray) -> pa.DataType:
+    if values.dtype == np.bool_:
+        return pa.bool_()
+    if np.issubdtype(values.dtype, np.integer):
+        return pa.int64()
+    if np.issubdtype(values.dtype, np.floating):
+        return pa.float64()
+    return pa.string()
+
+
+def _refuse_clash(path: str, names, added: dict) -> None:
+    clash = [n for n in added if n in names]
+    if clash:
+        raise InputError(
+            path,
+            None,
+            f"the records have a field {clash[0]!r} already, which the annotation would add; "
+            "name the added columns otherwise (--annotate-prefix)",
+            reason="annotation clash",
+        )
+
+
+def _json_tail(values: dict[str, list], i: int) -> bytes:
+    return b"".join(b"," + orjson.dumps(name) + b":" + _dumps(col[i]) for name, col in values.items())
+
+
+def _splice(line: bytes, tail: bytes) -> bytes:
+    """A JSON object line with ``tail`` (``,"name":value...``) added before its closing brace;
+    the original bytes stay as they are."""
+    body = line.rstrip()
+    if not body.endswith(b"}"):
+        raise ValueError("not a JSON object line")
+    body = body[:-1].rstrip()
+    return body + (tail[1:] if body.endswith(b"{") else tail) + b"}"
+
+
+def _annotated(path: str, fmt: str, chunk: Chunk, sel: list[int], values: dict[str, np.ndarray]):
+    """The selected records of ``chunk`` with the annotation columns added, as ``(format, chunk)``
+    whose every record is to be written. ``values[name][k]`` belongs to the ``k``-th document of
+    the chunk."""
+    ids = [chunk.ids[i] for i in sel]
+    texts = [chunk.texts[i] for i in sel]
+    picked = {name: col[sel].tolist() for name, col in values.items()}
+    if fmt == "jsonl":
+        raws, objs = chunk.payload
+        for i in sel:
+            _refuse_clash(path, objs[i], values)
+        lines = [_splice(raws[i], _json_tail(picked, k)) for k, i in enumerate(sel)]
+        records = [{**objs[i], **{n: c[k] for n, c in picked.items()}} for k, i in enumerate(sel)]
+        return "jsonl", Chunk(ids, texts, (lines, records))
+    if fmt == "csv":
+        header, rows = chunk.payload
+        _refuse_clash(path, header, values)
+        cells = [[_cell_text(c[k]) for c in picked.values()] for k in range(len(sel))]
+        return "csv", Chunk(ids, texts, (header + list(values), [rows[i] + cells[k] for k, i in enumerate(sel)]))
+    if fmt in ("parquet", "arrow"):
+        batch, valid = chunk.payload
+        _refuse_clash(path, batch.schema.names, values)
+        take = sel if valid is None else [valid[i] for i in sel]
+        out = batch.take(pa.array(take, type=pa.int64()))
+        for name, col in picked.items():
+            out = out.append_column(name, pa.array(col, type=_arrow_type(values[name])))
+        return fmt, Chunk(ids, texts, (out, None))
+    records = _chunk_records(fmt, chunk, sel)
+    _refuse_clash(path, records[0] if records else (), values)
+    for k, r in enumerate(records):
+        r.update({n: c[k] for n, c in picked.items()})
+    return "records", Chunk(ids, texts, records)
 
 
 def _parquet_writable(typ: pa.DataType) -> bool:
@@ -370,20 +432,30 @@ class _ParquetSink:
             self._writer.close()
 
 
-def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray, pol: Policy):
+def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray, pol: Policy, added=None):
+    """The sink of ``out_fmt``; ``added`` (name -> Arrow type) are annotation columns after the
+    records' own."""
+    added = added or {}
     comp = compression(out_path)
     if out_fmt == "jsonl":
         return JsonlSink(tmp, comp)
     plan_pol = Policy(pol.text_field, pol.id_field, pol.on_error, ReadStats())
     if out_fmt == "csv":
-        return _CsvSink(tmp, comp, list(_plan_columns(sources, keep, plan_pol, False).types))
+        fields = list(_plan_columns(sources, keep, plan_pol, False).types)
+        return _CsvSink(tmp, comp, fields + [n for n in added if n not in fields])
     schemas = []
     if all(fmt in ("parquet", "arrow") for _, fmt in sources):
         with contextlib.suppress(*unreadable_errors()):
             schemas = [read_schema(path, fmt) for path, fmt in sources]
     if schemas and all(s.equals(schemas[0], check_metadata=False) for s in schemas):
-        return _ParquetSink(tmp, schemas[0], set())  # the input schema, metadata included
+        schema = schemas[0]  # the input schema, metadata included
+        for name, typ in added.items():
+            if name not in schema.names:
+                schema = schema.append(pa.field(name, typ))
+        return _ParquetSink(tmp, schema, set())
     cols = _plan_columns(sources, keep, plan_pol, True)
+    for name, typ in added.items():
+        cols.add(name, typ)
     return _ParquetSink(tmp, cols.schema(), cols.as_text)
 
 
@@ -397,11 +469,14 @@ def write_kept(
     on_error: str = "fail",
     all_valid: bool = False,
     input_format: str | None = None,
+    annotate: dict[str, Any] | None = None,
+    outputs: OutputSet | None = None,
+    id_policy: str = "field",
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
     The inputs are re-read with the numbering and skipping of :func:`~neardup.io.read.read_documents` (pass the
-    same ``text_field``, ``id_field`` and ``on_error`` as the first pass). Each kept record is
+    same ``text_field``, ``id_field``, ``on_error`` and ``id_policy`` as the first pass). Each kept record is
     written with all its original fields in the format of ``out_path``'s extension (see
     :func:`~neardup.io.formats.output_format`); missing parent directories are created and the file appears only when
     complete.
@@ -416,31 +491,48 @@ def write_kept(
       In CSV, values that are not strings are written as JSON text (``3``, ``true``, ``[1,2]``);
       in Parquet, a field whose types disagree between records becomes such a JSON-text column.
 
+    ``annotate`` (name -> array with one value per document, such as ``{"cluster": ...,
+    "kept": ...}``) adds those columns to every written record, after its own fields (JSONL lines
+    keep their bytes, the fields are added before the closing brace); a record that has such a
+    field already is an :class:`~neardup.core.errors.InputError`. ``outputs``: write as one output
+    of that :class:`~neardup.io.transaction.OutputSet` (it replaces the file on its commit).
+    Errors of the output side are :class:`~neardup.core.errors.OutputError` naming ``out_path``.
+
     >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
     """
-    pol = make_policy(text_field, id_field, on_error, None)
+    pol = make_policy(text_field, id_field, on_error, None, id_policy=id_policy)
     sources = resolve_inputs(paths, input_format)
     keep = np.asarray(keep)
     if keep.ndim != 1 or keep.dtype != np.bool_:
         raise ValueError(f"keep must be a 1-D boolean array, got shape {keep.shape} dtype {keep.dtype}")
     out_fmt = output_format(out_path)
+    values = {name: np.asarray(col) for name, col in (annotate or {}).items()}
+    for name, col in values.items():
+        if col.shape != keep.shape:
+            raise ValueError(f"annotate[{name!r}] has {len(col)} values for {len(keep)} documents")
+    added = {name: _arrow_type(col) for name, col in values.items()}
     written = 0
     start = 0
-    with _atomic_output(out_path) as tmp:
-        sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol)
+    with _atomic_output(out_path, outputs) as tmp:
+        sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol, added)
         try:
             for path, fmt in sources:
-                if all_valid and fmt == "jsonl" and out_fmt == "jsonl":
+                if all_valid and fmt == "jsonl" and out_fmt == "jsonl" and not values:
                     end = copy_kept_jsonl(path, pol, keep, start, sink)
                     written += int(np.count_nonzero(keep[start:end]))
                     start = end
                     continue
                 for chunk in scan(path, fmt, pol, True, WRITE_ROWS):
-                    sel = _kept(keep, start, len(chunk.ids))
-                    start += len(chunk.ids)
-                    if sel:
+                    n = len(chunk.ids)
+                    sel = _kept(keep, start, n)
+                    if sel and values:
+                        part = {name: col[start : start + n] for name, col in values.items()}
+                        kind, chunk = _annotated(path, fmt, chunk, sel, part)
+                        sink.write(kind, chunk, list(range(len(sel))))
+                    elif sel:
                         sink.write(fmt, chunk, sel)
-                        written += len(sel)
+                    start += n
+                    written += len(sel)
         finally:
             sink.close()
         if start != len(keep):
@@ -451,13 +543,21 @@ def write_kept(
     return written
 
 
+def write_bytes(data: bytes, path, outputs: OutputSet | None = None) -> None:
+    """Write ``data`` as the file ``path`` (such as the ``--stats`` JSON), replaced when complete
+    (or as one output of ``outputs``)."""
+    with _atomic_output(path, outputs) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+
+
 # --------------------------------------------------------------------------------------------
 # write_table
-def write_table(columns: dict[str, np.ndarray | list], path) -> None:
+def write_table(columns: dict[str, np.ndarray | list], path, outputs: OutputSet | None = None) -> None:
     """Write equal-length columns as a table in the format of ``path`` (.jsonl[.gz|.zst], .csv, .parquet).
 
     Used for ``--clusters`` (id, cluster, similarity) and ``--pairs`` (id_a, id_b, similarity).
-    Floats are written exactly (shortest round-trip form in JSONL and CSV).
+    Floats are written exactly (shortest round-trip form in JSONL and CSV). ``outputs``: write
+    as one output of that :class:`~neardup.io.transaction.OutputSet`.
 
     >>> write_table({"id": ["a", "b"], "cluster": np.array([0, 0])}, "out/clusters.csv")  # doctest: +SKIP
     """
@@ -468,7 +568,7 @@ def write_table(columns: dict[str, np.ndarray | list], path) -> None:
     if len(set(lengths.values())) > 1:
         raise ValueError(f"columns must have equal lengths, got {lengths}")
     table = pa.table(dict(columns))
-    with _atomic_output(path) as tmp:
+    with _atomic_output(path, outputs) as tmp:
         if fmt == "parquet":
             pq.write_table(table, str(tmp))
             return

@@ -1,0 +1,200 @@
+"""The outputs of one run as one transaction: every file is written in full before any is replaced.
+
+A run stages each output (:meth:`OutputSet.stage` gives a temporary path ``.NAME.PID.tmp`` beside
+it) and the writers fill the temporaries. :meth:`OutputSet.commit` then, in this order:
+
+1. flushes every temporary to disk (``fsync``);
+2. writes a small journal ``.neardup-commit.PID.json`` beside the first output, listing every
+   ``(temporary, output)`` rename (written to ``.part`` and renamed, so it is whole or absent);
+3. renames the temporaries over the outputs, in the order they were staged;
+4. removes the journal.
+
+Until step 2 completes, a crash (even ``kill -9`` or power loss) leaves every previous output as it
+was: only temporaries, which the next run that stages the same output removes (their process is
+gone). During step 3 (a few ``rename`` calls) a crash can leave some outputs new and some old; the
+journal stays behind and :func:`recover` finishes the renames (roll forward: every temporary it
+names was complete before the journal was written). Every run calls :func:`recover` on its output
+directories before it stages anything, so the next run over the same directory completes or cleans
+up whatever a killed run left. A reader that must never see a mix can check that no
+``.neardup-commit.*.json`` file is in the directory (or call :func:`recover` first).
+
+:meth:`OutputSet.abort` (called on any exception, ``KeyboardInterrupt`` and the CLI's SIGTERM
+exception included) removes the temporaries; the previous outputs stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+from pathlib import Path
+
+import orjson
+
+__all__ = ["OutputSet", "recover", "remove_stale_temporaries", "temporary_path"]
+
+JOURNAL_PREFIX = ".neardup-commit."
+
+
+def temporary_path(final: Path, pid: int | None = None) -> Path:
+    """``.NAME.PID.tmp`` beside ``final``: hidden, and naming the process that writes it."""
+    return final.with_name(f".{final.name}.{os.getpid() if pid is None else pid}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def remove_stale_temporaries(final: Path) -> None:
+    """Remove ``.NAME.PID.tmp`` files beside ``final`` left by runs that were killed (their
+    process is gone): a kill -9 cannot clean up, the next run does."""
+    for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.tmp"):
+        pid = tmp.name[len(final.name) + 2 : -4]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def recover(directory: str | os.PathLike) -> int:
+    """Finish the commits that killed runs left half done in ``directory``; return how many.
+
+    A journal ``.neardup-commit.PID.json`` whose process is gone lists renames that were all
+    ready; the ones still pending (their temporary exists) are done now, then the journal is
+    removed. Journals being written (``.part``) by dead processes are removed: their run had not
+    started replacing anything.
+    """
+    done = 0
+    folder = Path(directory)
+    if not folder.is_dir():
+        return 0
+    for journal in sorted(folder.glob(f"{JOURNAL_PREFIX}*")):
+        name = journal.name[len(JOURNAL_PREFIX) :]
+        pid, _, rest = name.partition(".")
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        if rest == "json":
+            try:
+                renames = orjson.loads(journal.read_bytes())["renames"]
+            except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+                renames = []
+            for tmp, final in renames:
+                if os.path.exists(tmp):
+                    os.replace(tmp, final)
+            done += 1
+        with contextlib.suppress(OSError):
+            journal.unlink()
+    return done
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not every filesystem lets a directory be opened
+        _fsync_file(path)
+
+
+class OutputSet:
+    """The outputs of one run, replaced together by :meth:`commit` (see the module docs).
+
+    >>> with OutputSet() as outputs:  # doctest: +SKIP
+    ...     write_kept(inputs, keep, "kept.jsonl", outputs=outputs)
+    ...     write_table(columns, "clusters.csv", outputs=outputs)
+    ...     outputs.commit()
+    """
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[Path, Path]] = []
+        self._committed = False
+        self._renaming = False
+
+    @property
+    def finals(self) -> list[Path]:
+        """The outputs staged so far, in staging (and renaming) order."""
+        return [final for _, final in self._staged]
+
+    def stage(self, path: str | os.PathLike) -> Path:
+        """The temporary path to write ``path`` to (created directories included). Finishes any
+        commit a killed run left in that directory and removes its stale temporaries first."""
+        if self._committed:
+            raise RuntimeError("this output set is committed already")
+        final = Path(os.path.abspath(path))
+        if final in self.finals:
+            raise ValueError(f"{path} is staged twice in one output set")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        recover(final.parent)
+        remove_stale_temporaries(final)
+        tmp = temporary_path(final)
+        self._staged.append((tmp, final))
+        return tmp
+
+    def commit(self) -> None:
+        """Replace every staged output by its temporary (all of them, or, after a crash, see
+        :func:`recover`)."""
+        if self._committed:
+            return
+        for tmp, final in self._staged:
+            if not tmp.exists():
+                raise FileNotFoundError(f"the temporary file of {final} was not written: {tmp}")
+            _fsync_file(tmp)
+        journal = None
+        if len(self._staged) > 1:  # one rename is atomic by itself
+            folder = self._staged[0][1].parent
+            journal = folder / f"{JOURNAL_PREFIX}{os.getpid()}.json"
+            part = journal.with_name(journal.name + ".part")
+            body = {"pid": os.getpid(), "renames": [[str(t), str(f)] for t, f in self._staged]}
+            with open(part, "wb") as f:
+                f.write(orjson.dumps(body))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(part, journal)
+            _fsync_dir(folder)
+        self._renaming = True
+        self._finish_renames()
+        for folder in dict.fromkeys(final.parent for _, final in self._staged):
+            _fsync_dir(folder)
+        if journal is not None:
+            journal.unlink()
+        self._committed = True
+
+    def _finish_renames(self) -> None:
+        for tmp, final in self._staged:
+            if tmp.exists():
+                os.replace(tmp, final)
+
+    def abort(self) -> None:
+        """Remove the temporaries (the previous outputs stay as they were); during the renames of
+        :meth:`commit` (an interrupt arrived there) finish them instead."""
+        if self._committed or not self._staged:
+            return
+        if self._renaming:  # interrupted between renames: every temporary is complete, go forward
+            self._finish_renames()
+            with contextlib.suppress(OSError):
+                (self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json").unlink()
+            self._committed = True
+            return
+        for tmp, _ in self._staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        with contextlib.suppress(OSError):
+            (self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json.part").unlink()
+
+    def __enter__(self) -> OutputSet:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._committed:
+            self.abort()
