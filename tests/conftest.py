@@ -60,3 +60,22 @@ def dask_client():
         cluster = client.cluster
         client.close()
         cluster.close()
+
+
+def wait_until_handling(proc, signum: int, timeout: float = 60.0) -> bool:
+    """Wait until the process ``proc`` has installed a handler for ``signum`` (Linux: the SigCgt
+    mask of /proc/PID/status), i.e. until a command is past its start-up; False when it exited
+    first or /proc does not tell."""
+    import time
+
+    status = Path(f"/proc/{proc.pid}/status")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
+        except (OSError, StopIteration):
+            return False
+        if int(caught.split()[1], 16) >> (signum - 1) & 1:
+            return True
+        time.sleep(0.005)
+    return False

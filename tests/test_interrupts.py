@@ -15,6 +15,8 @@ from click.testing import CliRunner
 
 from neardup.cli.main import main
 
+from conftest import wait_until_handling
+
 
 def run(*args, code=0):
     res = CliRunner().invoke(main, [str(a) for a in args])
@@ -85,8 +87,9 @@ def test_an_interrupted_run_leaves_the_previous_outputs_and_no_temporaries(tmp_p
     previous = {p.name: p.read_bytes() for p in out.iterdir()}
     rng = np.random.default_rng(int(sig))
     outcomes = []
-    for delay in np.sort(rng.uniform(0.3, 2.5, 5)):
+    for delay in np.sort(rng.uniform(0.0, 1.5, 5)):
         proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        wait_until_handling(proc, signal.SIGTERM)  # past start-up, however slow the machine is
         time.sleep(delay)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)

@@ -160,6 +160,7 @@ class OutputSet:
                 f.write(orjson.dumps(body))
                 f.flush()
                 os.fsync(f.fileno())
+            self._renaming = True  # from here on, an interrupt finishes the renames (abort)
             os.replace(part, journal)
             _fsync_dir(folder)
         self._renaming = True
@@ -182,8 +183,10 @@ class OutputSet:
             return
         if self._renaming:  # interrupted between renames: every temporary is complete, go forward
             self._finish_renames()
-            with contextlib.suppress(OSError):
-                (self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json").unlink()
+            journal = self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json"
+            for leftover in (journal, journal.with_name(journal.name + ".part")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
             self._committed = True
             return
         for tmp, _ in self._staged:
