@@ -241,6 +241,24 @@ def test_eval_errors(labelled, tmp_path):
     assert res.exit_code == 1 and "bad.jsonl" in res.stderr and "columns are 'id'" in res.stderr
 
 
+def test_eval_of_tables_with_no_shared_id_is_an_error(labelled, tmp_path):
+    """issue 18: tables about different documents gave all-zero scores and exit 0."""
+    gold, pred, pairs = labelled
+    other = tmp_path / "other.csv"
+    other.write_text("id,cluster\nx1,x1\nx2,x1\nx3,x3\n")
+    for g, p in [(gold, other), (other, pred), (other, pairs)]:
+        res = run("eval", "--gold", g, "--pred", p, "--json")
+        assert res.exit_code == 1, res.output
+        assert "share no id" in res.stderr and "'x1'" in res.stderr and res.stdout == ""
+    # two pairs tables may share no id honestly: every predicted pair is wrong
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("id_a,id_b\nq,r\n")
+    gold_pairs = tmp_path / "gold_pairs.csv"
+    gold_pairs.write_text("id_a,id_b\na,b\n")
+    res = run("eval", "--gold", gold_pairs, "--pred", wrong, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["precision"] == 0.0
+
+
 def test_eval_on_a_real_dedup_run(tmp_path):
     """dedup's own --clusters and --pairs outputs are read as they are (the shipped example)."""
     from neardup.cli.main import main
@@ -283,8 +301,62 @@ def test_report_cli(tmp_path, labelled):
     assert res.exit_code == 1 and "got a pairs table" in res.stderr
     other = write_jsonl(tmp_path / "other.jsonl", [{"id": "zz", "text": "x"}])
     res = run("report", other, "--clusters", pred, "-o", tmp_path / "r3.html")
-    assert res.exit_code == 1 and "none of the clustered ids" in res.stderr
+    assert res.exit_code == 1 and "not the documents of this clusters table" in res.stderr
     assert run("report", docs, "-o", tmp_path / "r4.html").exit_code == 2  # --clusters is required
+
+
+def test_report_refuses_inputs_that_are_not_the_runs(tmp_path, labelled):
+    """issue 18: inputs that do not match the clusters table wrote a page of wrong texts, exit 0."""
+    _, pred, _ = labelled
+    part = write_jsonl(tmp_path / "part.jsonl", [{"id": i, "text": f"text of {i}"} for i in "abcd"])
+    res = run("report", part, "--clusters", pred, "-o", tmp_path / "r.html")
+    assert res.exit_code == 1, res.output
+    line = res.stderr.strip()
+    assert "\n" not in line and "Traceback" not in res.output
+    assert "2 of its 6 ids are not in the inputs ('e', 'f')" in line and str(pred) in line
+    assert not (tmp_path / "r.html").exists()
+    more = write_jsonl(tmp_path / "more.jsonl", [{"id": i, "text": f"text of {i}"} for i in "abcdefxyz"])
+    res = run("report", more, "--clusters", pred, "-o", tmp_path / "r.html")
+    assert res.exit_code == 1 and "the inputs hold 3 ids it does not list ('x', 'y', 'z')" in res.stderr
+
+
+def test_report_of_a_changed_input_file_is_refused(tmp_path):
+    """FILE:LINE ids of a file that gained a line point at other texts: refused, not shown wrong."""
+    from neardup.cli.main import main
+
+    docs = tmp_path / "docs.jsonl"
+    base = "the harbour council approved the new parking plan for the old town today after a long debate"
+    write_jsonl(docs, [{"text": base}, {"text": base + " again"}, {"text": "something else entirely here"}])
+    res = CliRunner().invoke(
+        main,
+        [
+            "dedup",
+            str(docs),
+            "-o",
+            str(tmp_path / "k.jsonl"),
+            "--clusters",
+            str(tmp_path / "c.csv"),
+            "--threshold",
+            "0.5",
+            "-q",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert run("report", docs, "--clusters", tmp_path / "c.csv", "-o", tmp_path / "r.html").exit_code == 0
+    write_jsonl(docs, [{"text": "a new first line"}, {"text": base}, {"text": base + " again"}, {"text": "x y z"}])
+    res = run("report", docs, "--clusters", tmp_path / "c.csv", "-o", tmp_path / "r2.html")
+    assert res.exit_code == 1 and "docs.jsonl:4" in res.stderr and not (tmp_path / "r2.html").exists()
+
+
+@pytest.mark.parametrize("name", ["r.pdf", "r.png", "report", "r.html.gz"])
+def test_report_refuses_an_output_that_is_not_html(tmp_path, labelled, name):
+    """issue 18: `-o r.pdf` wrote an HTML page named .pdf."""
+    _, pred, _ = labelled
+    docs = write_jsonl(tmp_path / "docs.jsonl", [{"id": i, "text": f"text of {i}"} for i in "abcdef"])
+    res = run("report", docs, "--clusters", pred, "-o", tmp_path / name)
+    assert res.exit_code == 2 and "name it .html or .htm" in res.stderr
+    assert not (tmp_path / name).exists()
+    assert run("report", docs, "--clusters", pred, "-o", tmp_path / "R.HTM").exit_code == 0
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason="shared corpus not present")

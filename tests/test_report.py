@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.core.errors import InputError
 from neardup.eval.report import _TOKEN, _utf16, build_report, histogram_svg, word_diff
 
 WORDS = ["the", "The", "cat", "sat", "on", "mat", "dog", "a", "Straße", "東", ",", ".", "!", "42"]
@@ -76,6 +77,10 @@ def test_histogram_counts_every_value_once():
     assert sum(counts) == len(values) and len(counts) == 20  # 0.80 .. 1.00 in bins of 0.01
     assert counts[-1] == 3  # 0.999 and both 1.0 fall in the last bin
     assert "nothing to show" in histogram_svg([], title="t")
+    # the threshold widens the range to include it, and is drawn as a line
+    svg = histogram_svg([0.9, 1.0], title="t", threshold=0.72)
+    assert len(re.findall(r"<title>[0-9.]+-[0-9.]+: ", svg)) == 30 and ">threshold 0.72</text>" in svg
+    assert ">0.70</text>" in svg and ">similarity</text>" in svg
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +139,34 @@ def test_page_embeds_clusters_by_size_with_diffs(tmp_path, run_files):
     # summary and histograms: 3 members of k1 + 1 of k2; 4 verified pairs
     assert "<th>clusters (2+ documents)</th><td>2</td>" in page
     assert "<th>removed (all but the kept one)</th><td>4</td>" in page
-    assert "similarity of members to their kept document (4)" in page and "similarity of verified pairs (4)" in page
+    assert "Similarity of members to their kept document (4)" in page and "Similarity of verified pairs (4)" in page
+    assert "<title>docs.jsonl: neardup report</title>" in page  # the input's name
+    assert "<th>threshold</th><td>not given (--threshold)</td>" in page and 'class="threshold"' not in page
+
+
+def test_members_below_the_threshold_carry_the_chain_that_joined_them(tmp_path, run_files):
+    inp, clusters, pairs = run_files
+    # m2 (0.8 to k1) is joined through m1: k1-m1 0.9, m1-m2 0.86; emoji has no pair in the table
+    pairs.write_text("id_a,id_b,similarity\nk1,m1,0.9\nm2,m1,0.86\nk2,m3,0.85\n")
+
+    def chains(threshold):
+        build_report([str(inp)], str(clusters), str(tmp_path / "r.html"), pairs_path=str(pairs), threshold=threshold)
+        page = (tmp_path / "r.html").read_text()
+        data = embedded(page)
+        docs = data["docs"]
+        named = {}
+        for c in data["clusters"]:
+            for m in c["members"]:
+                v = m.get("c", "above")
+                named[docs[m["d"]][0]] = [(docs[d][0], w) for d, w in v] if isinstance(v, list) else v
+        return named, data, page
+
+    named, data, page = chains(0.85)
+    assert named == {"m2": [("m1", 0.9), ("m2", 0.86)], "m1": "above", "emoji": "above", "m3": "above"}
+    assert data["threshold"] == 0.85 and "<th>threshold</th><td>0.85</td>" in page
+    assert page.count('class="threshold"') == 2 and page.count(">threshold 0.85</text>") == 2
+    named, _, _ = chains(0.96)  # now m1 and emoji are below too; emoji is in no pair: no chain
+    assert named == {"m2": [("m1", 0.9), ("m2", 0.86)], "m1": [("m1", 0.9)], "emoji": None, "m3": [("m3", 0.85)]}
 
 
 def test_page_is_self_contained_and_script_safe(tmp_path, run_files):
@@ -165,13 +197,11 @@ def test_caps_on_clusters_members_and_text(tmp_path, run_files):
     assert "Only the 1 largest of 2 clusters are detailed" in page
 
 
-def test_missing_texts_are_counted(tmp_path, run_files):
+def test_inputs_missing_clustered_documents_are_refused(tmp_path, run_files):
+    """A report of inputs lacking a clustered document is refused (issue 18), naming the id."""
     inp, clusters, _ = run_files
     lines = inp.read_text().splitlines()
     inp.write_text("\n".join(line for line in lines if '"m1"' not in line) + "\n")
-    stats = build_report([str(inp)], str(clusters), str(tmp_path / "r.html"))
-    assert stats.missing_texts == 1
-    data = embedded((tmp_path / "r.html").read_text())
-    missing = [d for d in data["docs"] if d[0] == "m1"]
-    assert missing == [["m1", None, 0]]
-    assert "1 clustered documents were not found" in (tmp_path / "r.html").read_text()
+    with pytest.raises(InputError, match=r"1 of its 7 ids are not in the inputs \('m1'\)"):
+        build_report([str(inp)], str(clusters), str(tmp_path / "r.html"))
+    assert not (tmp_path / "r.html").exists()

@@ -71,6 +71,7 @@ def eval_cmd(gold_path, pred_path, id_field, gold_cluster_field, pred_cluster_fi
     with data_errors():
         gold = read_labels(gold_path, id_field=id_field, cluster_field=gold_cluster_field)
         pred = read_labels(pred_path, id_field=id_field, cluster_field=pred_cluster_field or gold_cluster_field)
+        _check_shared_ids(gold, pred, gold_path, pred_path)
         scores = evaluate(pred, gold)
         sw = None
         if sweep:
@@ -95,6 +96,38 @@ def eval_cmd(gold_path, pred_path, id_field, gold_cluster_field, pred_cluster_fi
         emit_json(out)
         return
     _print_scores(out)
+
+
+def _ids_of(labels) -> set:
+    from ..eval.metrics import Clusters
+
+    if isinstance(labels, Clusters):
+        return set(_pylist(labels.ids))
+    return set(_pylist(labels.a)) | set(_pylist(labels.b))
+
+
+def _pylist(values) -> list:
+    return [None if v is None else str(v) for v in (values.to_pylist() if hasattr(values, "to_pylist") else values)]
+
+
+def _check_shared_ids(gold, pred, gold_path: str, pred_path: str) -> None:
+    """Refuse tables that share no id: every score would be 0 for a reason that has nothing to do
+    with the predictions (other documents, another id column). Two pairs tables may share no id
+    honestly (every predicted pair wrong), but a clusters table lists every document, so with one
+    on either side no shared id means the tables are about different documents."""
+    from ..eval.metrics import Clusters
+
+    gold_ids, pred_ids = _ids_of(gold), _ids_of(pred)
+    if not (gold_ids and pred_ids) or gold_ids & pred_ids:
+        return
+    if not (isinstance(gold, Clusters) or isinstance(pred, Clusters)):
+        return
+    g, p = sorted(gold_ids)[:3], sorted(pred_ids)[:3]
+    raise NeardupError(
+        f"{gold_path} and {pred_path} share no id ({len(gold_ids):,} ids in gold, e.g. {', '.join(map(repr, g))}; "
+        f"{len(pred_ids):,} in pred, e.g. {', '.join(map(repr, p))}); they describe different documents: "
+        "check the files and --id-field"
+    )
 
 
 def _sweep_dict(sw) -> dict:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .common import SETTINGS, data_errors
+
+
+def _check_html_path(ctx, param, value):
+    """The report is one HTML page: refuse another extension rather than write HTML under it."""
+    if value is not None and Path(value).suffix.lower() not in (".html", ".htm"):
+        raise click.BadParameter(
+            f"the report is an HTML page; name it .html or .htm, got {value!r} "
+            "(to get a PDF, open the page in a browser and print it)"
+        )
+    return value
 
 
 @click.command("report", context_settings=SETTINGS)
@@ -15,7 +27,9 @@ from .common import SETTINGS, data_errors
     required=True,
     help="The clusters table of the dedup run (`neardup dedup --clusters`).",
 )
-@click.option("-o", "--output", required=True, help="The HTML file to write.")
+@click.option(
+    "-o", "--output", required=True, callback=_check_html_path, help="The HTML file to write (.html or .htm)."
+)
 @click.option(
     "--pairs",
     "pairs_path",
@@ -52,7 +66,14 @@ from .common import SETTINGS, data_errors
     show_default=True,
     help="Characters of each text embedded (longer texts are cut, with a note).",
 )
-@click.option("--title", default=None, help="Title of the page.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="The run's --threshold: stated on the page, drawn on the histograms, and (with --pairs) "
+    "each member below it shown with the chain of verified pairs that joined it.",
+)
+@click.option("--title", default=None, help="Title of the page [default: the input's name].")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 def report_cmd(
     inputs,
@@ -65,6 +86,7 @@ def report_cmd(
     max_clusters,
     max_members,
     max_chars,
+    threshold,
     title,
     quiet,
 ):
@@ -77,7 +99,7 @@ def report_cmd(
     \b
     Example:
       neardup dedup examples/news.jsonl -o kept.jsonl --clusters clusters.csv --pairs pairs.csv
-      neardup report examples/news.jsonl --clusters clusters.csv --pairs pairs.csv -o report.html
+      neardup report examples/news.jsonl --clusters clusters.csv --pairs pairs.csv --threshold 0.8 -o report.html
     """
     from ..eval.report import build_report
 
@@ -94,6 +116,7 @@ def report_cmd(
             max_members=max_members,
             max_chars=max_chars,
             title=title,
+            threshold=threshold,
         )
     if not quiet:
         note = f", {stats.missing_texts:,} texts not found" if stats.missing_texts else ""
