@@ -37,6 +37,7 @@ thread-safe (one lock; queries of many threads are serialized).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import secrets
@@ -89,9 +90,6 @@ class DurableIndex:
         self._lock = threading.RLock()
         meta = store.meta()
         self._store_text = meta["store_text"] == "1"
-        probe = config.sketch_texts([""]).values
-        self._row_shape, self._dtype = probe.shape[1:], probe.dtype
-        self._row_bytes = int(np.prod(self._row_shape)) * self._dtype.itemsize
         self._snapshot_file = snapshots.snapshot_path(store.path) if isinstance(store, SQLiteStore) else None
         self.snapshot_status = "none" if self._snapshot_file is not None else "not kept by this store"
         self._uid = meta.get("uid") or f"created {meta.get('created')}"
@@ -345,7 +343,7 @@ class DurableIndex:
     def check(self) -> list[str]:
         """What is wrong with the index file (an empty list when nothing is)."""
         with self._lock:
-            problems = self._store.check(self._row_bytes)
+            problems = self._store.check(self._row_format[2])
             if self._snapshot_file is not None:
                 problems += snapshots.verify(self._snapshot_file)
             return problems
@@ -381,6 +379,14 @@ class DurableIndex:
         self._tomb = self._store.last_tombstone()
         self._last = 0
         self._load_rows_after(0)
+
+    @functools.cached_property
+    def _row_format(self) -> tuple[tuple[int, ...], np.dtype, int]:
+        """``(shape, dtype, bytes)`` of one stored sketch, from a probe sketch: asked for when a
+        row is read or written, not on open (the probe loads the sketching kernels, a second)."""
+        probe = self._config.sketch_texts([""]).values
+        shape = probe.shape[1:]
+        return shape, probe.dtype, int(np.prod(shape)) * probe.dtype.itemsize
 
     # -- the lookup snapshot (local SQLite files only; see neardup.index.snapshot)
 
@@ -459,13 +465,14 @@ class DurableIndex:
 
     def _load_rows_after(self, seq: int) -> None:
         for rows in self._store.rows_after(seq):
-            bad = next((r for r in rows if len(r.sketch) != self._row_bytes), None)
+            shape, dtype, row_bytes = self._row_format
+            bad = next((r for r in rows if len(r.sketch) != row_bytes), None)
             if bad is not None:
                 raise IndexCorruptError(
-                    f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {self._row_bytes}"
+                    f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {row_bytes}"
                 )
-            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=self._dtype).reshape(
-                (len(rows), *self._row_shape)
+            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape(
+                (len(rows), *shape)
             )
             empty = np.fromiter((r.empty for r in rows), np.bool_, len(rows))
             self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
@@ -475,7 +482,7 @@ class DurableIndex:
     ) -> None:
         if not ids:
             return
-        values = np.ascontiguousarray(values, dtype=self._dtype)
+        values = np.ascontiguousarray(values, dtype=self._row_format[1])
         empty = np.asarray(empty, dtype=np.bool_)
         blobs = [values[i].tobytes() for i in range(len(ids))]
         old = list(self._held(ids).values()) if replace else []
