@@ -22,6 +22,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import pickle
 import resource
 import shutil
 import socket
@@ -50,6 +51,22 @@ def corpus(n: int, seed: int = 0) -> list[str]:
     return texts
 
 
+def cached_corpus(n: int, folder: str | None, seed: int = 0) -> list[str]:
+    """``corpus(n, seed)``, generated once and kept in ``folder`` (a pickle) when one is given:
+    at 1M documents generating takes minutes, and every measuring process needs the texts."""
+    if folder is None:
+        return corpus(n, seed)
+    path = os.path.join(folder, f"neardup-bench-corpus-{n}-{seed}.pkl")
+    if not os.path.exists(path):
+        texts = corpus(n, seed)
+        with open(path + ".tmp", "wb") as f:
+            pickle.dump(texts, f, protocol=5)
+        os.replace(path + ".tmp", path)
+        return texts
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
 def rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -72,20 +89,53 @@ def shingles(text: str, n: int = 5) -> list[bytes]:
 def run_neardup(args, path: str, workers: int, out) -> None:
     import neardup
 
-    texts = corpus(args.docs)
+    texts = cached_corpus(args.docs, args.corpus_dir)
     config = neardup.MinHashConfig(threshold=THRESHOLD, num_perm=K)
     t0 = time.perf_counter()
     with neardup.Index.create(path, config, workers=workers) as index:
         for lo in range(0, len(texts), 10000):
             index.add([f"doc-{i:08d}" for i in range(lo, min(lo + 10000, len(texts)))], texts[lo : lo + 10000])
+        t1 = time.perf_counter()
     build = time.perf_counter() - t0
-    out.put({"build_s": build, "docs_per_s": len(texts) / build, "peak_mb": peak_mb()})
+    out.put(
+        {
+            "build_s": build,
+            "docs_per_s": len(texts) / build,
+            "close_s": time.perf_counter() - t1,  # writing the lookup snapshot, counted in build_s
+            "peak_mb": peak_mb(),
+        }
+    )
+
+
+def run_neardup_open(args, path: str, out) -> None:
+    """Open in a new process: time and memory to the first query (imports of neardup's kernels
+    included; the interpreter, numpy and ``import neardup`` are the baseline)."""
+    import neardup
+
+    query = corpus(1, seed=1)[0]
+    base = rss_mb()
+    t0 = time.perf_counter()
+    index = neardup.Index.open(path)
+    open_s = time.perf_counter() - t0
+    open_mb = rss_mb() - base
+    t1 = time.perf_counter()
+    index.query(query)
+    out.put(
+        {
+            "open_s": open_s,
+            "open_mb": open_mb,
+            "first_query_s": time.perf_counter() - t1,
+            "snapshot": index.snapshot_status,
+            "documents": len(index),
+        }
+    )
 
 
 def run_neardup_serve(args, path: str, out) -> None:
     import neardup
 
-    queries = corpus(2000, seed=1)[:1000] + corpus(args.docs)[:1000]  # half new, half stored
+    stored = cached_corpus(args.docs, args.corpus_dir)[:1000]
+    queries = corpus(2000, seed=1)[:1000] + stored  # half new, half stored
     base = rss_mb()
     t0 = time.perf_counter()
     index = neardup.Index.open(path)
@@ -113,6 +163,8 @@ def run_neardup_serve(args, path: str, out) -> None:
             "serving_rss_mb": rss_mb(),
             "disk_bytes": os.path.getsize(path)
             + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0),
+            "snapshot_bytes": os.path.getsize(path + ".lookup") if os.path.exists(path + ".lookup") else 0,
+            "snapshot_disk_bytes": os.stat(path + ".lookup").st_blocks * 512 if os.path.exists(path + ".lookup") else 0,
             "raw_bytes": raw,
         }
     )
@@ -121,7 +173,7 @@ def run_neardup_serve(args, path: str, out) -> None:
 def run_datasketch(args, storage: dict | None, out) -> None:
     from datasketch import MinHash, MinHashLSH
 
-    texts = corpus(args.docs)[: args.peer_docs]
+    texts = cached_corpus(args.docs, args.corpus_dir)[: args.peer_docs]
     queries = corpus(2000, seed=1)[:200] + texts[:200]
     kw = {"storage_config": storage} if storage else {}
     lsh = MinHashLSH(threshold=THRESHOLD, num_perm=K, **kw)
@@ -145,7 +197,7 @@ def run_datasketch(args, storage: dict | None, out) -> None:
 def run_rensa(args, out) -> None:
     from rensa import RMinHash, RMinHashLSH
 
-    texts = corpus(args.docs)[: args.peer_docs]
+    texts = cached_corpus(args.docs, args.corpus_dir)[: args.peer_docs]
     queries = corpus(2000, seed=1)[:200] + texts[:200]
     lsh = RMinHashLSH(threshold=THRESHOLD, num_perm=K, num_bands=16)
     t0 = time.perf_counter()
@@ -201,16 +253,33 @@ def main() -> None:
     ap.add_argument("--peer-docs", type=int, default=20_000)
     ap.add_argument("--tools", default="neardup,datasketch,datasketch-redis,rensa")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--corpus-dir", default=None, help="generate the texts once and keep them here (e.g. /tmp)")
+    ap.add_argument("--workers", default="1,2", help="the build's worker counts to measure")
+    ap.add_argument("--keep", default=None, help="keep the built indexes in this folder (else a temporary one)")
     args = ap.parse_args()
     tools = args.tools.split(",")
     results: dict = {"docs": args.docs, "cpu_count": os.cpu_count(), "load": os.getloadavg()}
-    tmp = tempfile.mkdtemp(prefix="bench-index-")
+    tmp = args.keep or tempfile.mkdtemp(prefix="bench-index-")
+    os.makedirs(tmp, exist_ok=True)
+    if args.corpus_dir:
+        cached_corpus(args.docs, args.corpus_dir)  # once, before the measuring processes
     try:
         if "neardup" in tools:
-            for workers in (1, 2):
+            built = None
+            for workers in [int(w) for w in args.workers.split(",")]:
                 path = os.path.join(tmp, f"w{workers}.ndx")
+                for suffix in ("", "-wal", "-shm", ".lock", ".lookup"):
+                    if os.path.exists(path + suffix):
+                        os.unlink(path + suffix)
                 results[f"neardup_build_{workers}w"] = in_process(run_neardup, args, path, workers)
-            results["neardup_serve"] = in_process(run_neardup_serve, args, os.path.join(tmp, "w1.ndx"))
+                built = built or path
+            results["neardup_open"] = in_process(run_neardup_open, args, built)
+            os.replace(built + ".lookup", built + ".lookup.aside")
+            try:
+                results["neardup_open_rebuild"] = in_process(run_neardup_open, args, built)
+            finally:
+                os.replace(built + ".lookup.aside", built + ".lookup")
+            results["neardup_serve"] = in_process(run_neardup_serve, args, built)
         if "datasketch" in tools:
             results["datasketch_memory"] = in_process(run_datasketch, args, None)
         if "datasketch-redis" in tools:
@@ -227,7 +296,8 @@ def main() -> None:
         if "rensa" in tools:
             results["rensa"] = in_process(run_rensa, args)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     report(results)
     if args.json:
         with open(args.json, "w") as f:
@@ -239,6 +309,8 @@ def report(r: dict) -> None:
     if "neardup_serve" in r:
         s = r["neardup_serve"]
         for w in (1, 2):
+            if f"neardup_build_{w}w" not in r:
+                continue
             b = r[f"neardup_build_{w}w"]
             print(
                 f"neardup build, {w} worker(s): {b['docs_per_s']:,.0f} docs/s ({b['build_s']:.1f} s, peak {b['peak_mb']:.0f} MB)"
@@ -246,7 +318,19 @@ def report(r: dict) -> None:
         print(
             f"neardup disk: {s['disk_bytes'] / 2**20:.1f} MB = {s['disk_bytes'] / s['raw_bytes']:.2f}x raw signatures + ids"
         )
-        print(f"neardup open: {s['open_s']:.2f} s, +{s['open_mb']:.0f} MB; serving RSS {s['serving_rss_mb']:.0f} MB")
+        print(
+            f"neardup lookup snapshot: {s['snapshot_bytes'] / 2**20:.1f} MB "
+            f"({s['snapshot_disk_bytes'] / 2**20:.1f} MB allocated on disk)"
+        )
+        for key, what in (("neardup_open", "with the snapshot"), ("neardup_open_rebuild", "rebuilt from SQLite")):
+            o = r[key]
+            print(
+                f"neardup open, {what} ({o['snapshot'][:40]}): {o['open_s']:.2f} s, +{o['open_mb']:.0f} MB; "
+                f"first query {o['first_query_s'] * 1e3:.0f} ms"
+            )
+        print(
+            f"neardup serving: open {s['open_s']:.2f} s, +{s['open_mb']:.0f} MB; serving RSS {s['serving_rss_mb']:.0f} MB"
+        )
         q, qb = s["query"], s["query_batched_per_doc"]
         print(f"neardup query from text: p50 {q['p50_us']:.0f} us, p99 {q['p99_us']:.0f} us; "
               f"batched per doc p50 {qb['p50_us']:.0f} us, p99 {qb['p99_us']:.0f} us")  # fmt: skip

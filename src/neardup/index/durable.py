@@ -11,6 +11,11 @@ document; similarities are the method's own (estimated Jaccard, ``1 - d / bits``
 The index is made with a method config and refuses to be opened with another one
 (``IncompatibleSketchError`` naming both). Texts are sketched by ``config.sketch_texts``.
 
+The lookup is saved beside the file as a snapshot (``PATH.lookup``, :mod:`neardup.index.snapshot`)
+by :meth:`compact`, by :meth:`save_snapshot`, and by a writer's :meth:`close` after
+:data:`SNAPSHOT_MIN_CHANGES` changes; opening maps it and applies only the rows committed after it
+(a missing, damaged or stale snapshot is ignored: the lookup is rebuilt from SQLite).
+
 Concurrency: one writer process at a time (mode ``"a"`` takes a lock; a second writer gets
 :class:`~neardup.index.store.IndexLockedError`), any number of readers (mode ``"r"``), which
 see the writer's committed changes after :meth:`refresh`. Within a process, every method is
@@ -32,9 +37,12 @@ thread-safe (one lock; queries of many threads are serialized).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
+import secrets
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,15 +50,25 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import IncompatibleSketchError, NeardupError
+from ..core.parallel import Threads
 from ..core.validation import ParameterError, ParameterTypeError
 from ..methods.base import MethodConfig
 from ..methods.registry import config_from_dict, config_to_dict
 from . import index_for
+from . import snapshot as snapshots
+from .idtable import IdTable
 from .store import IndexCorruptError, IndexLockedError, IndexWriteError, SQLiteStore
 
 __all__ = ["DurableIndex", "Index", "IndexCorruptError", "IndexLockedError", "IndexWriteError", "UniqueResult"]
 
 Matches = list[tuple[str, float]]
+
+SNAPSHOT_MIN_CHANGES = 10_000
+"""A writer's ``close`` rewrites the lookup snapshot when at least this many rows were added or
+removed since the snapshot it opened (or, without one, when the index holds this many rows):
+below that, applying the rows after the snapshot at open costs less than rewriting it."""
+
+_SKETCH_CHUNK = 2048  # texts per sketching task when add() sketches on several threads
 
 
 @dataclass(frozen=True)
@@ -72,9 +90,9 @@ class DurableIndex:
         self._lock = threading.RLock()
         meta = store.meta()
         self._store_text = meta["store_text"] == "1"
-        probe = config.sketch_texts([""]).values
-        self._row_shape, self._dtype = probe.shape[1:], probe.dtype
-        self._row_bytes = int(np.prod(self._row_shape)) * self._dtype.itemsize
+        self._snapshot_file = snapshots.snapshot_path(store.path) if isinstance(store, SQLiteStore) else None
+        self.snapshot_status = "none" if self._snapshot_file is not None else "not kept by this store"
+        self._uid = meta.get("uid") or f"created {meta.get('created')}"
         self._load()
 
     # ------------------------------------------------------------------ opening
@@ -101,6 +119,7 @@ class DurableIndex:
             "neardup_version": _version(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "store_text": "1" if store_text else "0",
+            "uid": secrets.token_hex(16),  # names this index in its derived files (a snapshot of another is stale)
         }
         return cls(SQLiteStore.create(os.fspath(path), meta), config, workers=workers)
 
@@ -133,8 +152,17 @@ class DurableIndex:
             raise
 
     def close(self) -> None:
+        """Close the file; a writer first rewrites the lookup snapshot after enough changes
+        (:data:`SNAPSHOT_MIN_CHANGES`; a failure to write it is a warning: it is derived)."""
         with self._lock:
-            self._store.close()
+            try:
+                if self._snapshot_due():
+                    try:
+                        self.save_snapshot()
+                    except (OSError, NeardupError) as exc:
+                        warnings.warn(f"{self.path}: could not write the lookup snapshot ({exc})", stacklevel=2)
+            finally:
+                self._store.close()
 
     def __enter__(self) -> DurableIndex:
         return self
@@ -165,15 +193,17 @@ class DurableIndex:
         return self._memory.threshold
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._memory)
 
     def __contains__(self, doc_id: object) -> bool:
+        if not isinstance(doc_id, str):
+            return False
         with self._lock:
-            return doc_id in self._seq_of
+            return bool(self._held([doc_id]))
 
     def __iter__(self) -> Iterator[str]:
         with self._lock:
-            return iter([self._ids[s] for s in self._memory])
+            return iter(self._names.many(list(self._memory)))
 
     def __repr__(self) -> str:
         return f"DurableIndex({self.path!r}, method={self._config.name}, size={len(self)}, mode={self.mode!r})"
@@ -184,9 +214,9 @@ class DurableIndex:
         """Store documents (one transaction: when this returns they are on disk). An id already
         stored is a ``KeyError`` (nothing stored) unless ``replace``."""
         ids, texts = _check_docs(ids, texts)
-        sketched = self._config.sketch_texts(texts)
+        values, empty = self._sketch(texts)
         with self._lock:
-            self._commit(ids, texts, sketched.values, sketched.empty, replace=replace)
+            self._commit(ids, texts, values, empty, replace=replace)
 
     def add_if_unique(
         self, ids: Sequence[str], texts: Sequence[str], *, min_similarity: float | None = None, limit: int | None = 10
@@ -196,10 +226,10 @@ class DurableIndex:
         concurrent calls never both add near-identical texts. Returns the added ids and, for each
         other document, its matches (best first, at most ``limit``)."""
         ids, texts = _check_docs(ids, texts)
-        sketched = self._config.sketch_texts(texts)
-        values, empty = sketched.values, np.asarray(sketched.empty, dtype=np.bool_)
+        values, empty = self._sketch(texts)
         with self._lock:
-            present = [i for i in ids if i in self._seq_of]
+            held = self._held(ids)
+            present = [i for i in ids if i in held]
             if present:
                 raise KeyError(f"id {present[0]!r} is in the index already")
             accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
@@ -230,11 +260,34 @@ class DurableIndex:
             self._tomb = self._store.last_tombstone()  # this writer's own tombstones are applied
 
     def compact(self) -> None:
-        """Drop tombstones and free pages (readers reload on their next :meth:`refresh`)."""
+        """Drop tombstones and free pages (readers reload on their next :meth:`refresh`), and
+        rewrite the lookup snapshot."""
         with self._lock:
             self._store.compact()
             self._epoch = self._store.epoch()
             self._tomb = 0
+            if self._snapshot_file is not None:
+                self.save_snapshot()
+
+    def save_snapshot(self) -> int:
+        """Write the lookup snapshot (``PATH.lookup``) now, atomically; returns its size in bytes
+        (0 for a store without snapshots). Writers only."""
+        with self._lock:
+            if self.mode != "a":
+                raise PermissionError(f"{self.path}: open the index with mode='a' to write its snapshot")
+            if self._snapshot_file is None:
+                return 0
+            live = np.sort(np.fromiter(self._memory, dtype=np.int64, count=len(self._memory)))
+            self._names = self._names.live(live)
+            payload = {"method": self._config.name, "memory": self._memory, "names": self._names}
+            covered = snapshots.Covered(self._uid, self._epoch, self._last, self._tomb)
+            try:
+                size = snapshots.write(self._snapshot_file, payload, covered)
+            except OSError as exc:
+                raise IndexWriteError(f"{self._snapshot_file}: could not write the lookup snapshot ({exc})") from None
+            self._changes = 0
+            self.snapshot_status = "written"
+            return size
 
     def refresh(self) -> None:
         """Catch up with changes committed by a writer since this index was opened or refreshed."""
@@ -242,11 +295,7 @@ class DurableIndex:
             if self._store.epoch() != self._epoch:
                 self._load()
                 return
-            self._load_rows_after(self._last)
-            removed = self._store.tombstones_after(self._tomb)
-            self._forget([doc for _, doc in removed if doc in self._ids])
-            if removed:
-                self._tomb = removed[-1][0]
+            self._catch_up()
 
     # ------------------------------------------------------------------ queries
 
@@ -259,9 +308,9 @@ class DurableIndex:
     ) -> list[Matches]:
         """:meth:`query` for each text, in one call."""
         _, texts = _check_docs(None, texts)
-        sketched = self._config.sketch_texts(texts)
+        values, empty = self._sketch(texts)
         with self._lock:
-            return self._query_rows(sketched.values, min_similarity, limit, (), empty=sketched.empty)
+            return self._query_rows(values, min_similarity, limit, (), empty=empty)
 
     def get(self, doc_id: str) -> dict[str, Any] | None:
         """``{"id", "empty", "text" (when texts are kept)}`` of a stored document, or None."""
@@ -277,7 +326,7 @@ class DurableIndex:
             meta = self._store.meta()
             return {
                 "path": self.path,
-                "documents": len(self._ids),
+                "documents": len(self._memory),
                 "method": self._config.name,
                 "config": json.loads(meta["config"]),
                 "scheme": json.loads(meta["scheme"]),
@@ -285,6 +334,7 @@ class DurableIndex:
                 "pending_tombstones": len(self._store.tombstones_after(0)),
                 "texts_stored": self._store_text,
                 "file_bytes": self._store.file_bytes(),
+                "snapshot": self._snapshot_stats(),
                 "format_version": int(meta["format_version"]),
                 "created": meta.get("created"),
                 "created_by": meta.get("neardup_version"),
@@ -293,7 +343,10 @@ class DurableIndex:
     def check(self) -> list[str]:
         """What is wrong with the index file (an empty list when nothing is)."""
         with self._lock:
-            return self._store.check(self._row_bytes)
+            problems = self._store.check(self._row_format[2])
+            if self._snapshot_file is not None:
+                problems += snapshots.verify(self._snapshot_file)
+            return problems
 
     @staticmethod
     def check_file(path: str | os.PathLike) -> list[str]:
@@ -306,7 +359,8 @@ class DurableIndex:
         try:
             config = config_from_dict(json.loads(store.meta()["config"]))
             probe = config.sketch_texts([""]).values
-            return store.check(int(np.prod(probe.shape[1:])) * probe.dtype.itemsize)
+            problems = store.check(int(np.prod(probe.shape[1:])) * probe.dtype.itemsize)
+            return problems + snapshots.verify(snapshots.snapshot_path(store.path))
         except Exception as exc:
             return [f"cannot read the index's settings: {exc}"]
         finally:
@@ -315,23 +369,110 @@ class DurableIndex:
     # ------------------------------------------------------------------ internals
 
     def _load(self) -> None:
-        self._memory = index_for(self._config, workers=self._workers)
-        self._ids: dict[int, str] = {}
-        self._seq_of: dict[str, int] = {}
+        """The lookup: from the snapshot plus the rows after it, else rebuilt from every row."""
         self._epoch = self._store.epoch()
+        self._changes = 0
+        if self._snapshot_file is not None and self._load_snapshot():
+            return
+        self._memory = index_for(self._config, workers=self._workers)
+        self._names = IdTable()
         self._tomb = self._store.last_tombstone()
         self._last = 0
         self._load_rows_after(0)
 
+    @functools.cached_property
+    def _row_format(self) -> tuple[tuple[int, ...], np.dtype, int]:
+        """``(shape, dtype, bytes)`` of one stored sketch, from a probe sketch: asked for when a
+        row is read or written, not on open (the probe loads the sketching kernels, a second)."""
+        probe = self._config.sketch_texts([""]).values
+        shape = probe.shape[1:]
+        return shape, probe.dtype, int(np.prod(shape)) * probe.dtype.itemsize
+
+    # -- the lookup snapshot (local SQLite files only; see neardup.index.snapshot)
+
+    def _load_snapshot(self) -> bool:
+        """Map the snapshot and catch up with SQLite; False (and why, in ``snapshot_status``)
+        when it is missing, damaged or stale."""
+        expected = snapshots.Covered(self._uid, self._epoch, 0, 0)
+        try:
+            payload, covered = snapshots.load(self._snapshot_file, expected)
+            if not isinstance(payload, dict) or payload.get("method") != self._config.name:
+                raise snapshots.SnapshotInvalid(f"{self._snapshot_file}: holds no lookup of method {self._config.name}")
+            memory, names = payload["memory"], payload["names"]
+            if type(memory) is not type(index_for(self._config)) or not isinstance(names, IdTable):
+                raise snapshots.SnapshotInvalid(f"{self._snapshot_file}: holds another kind of lookup")
+            last_seq, last_tomb = self._store.high_water()
+            if covered.last_seq > last_seq or covered.last_tomb > last_tomb:
+                raise snapshots.SnapshotInvalid(
+                    f"{self._snapshot_file}: ahead of the index file (rows to {covered.last_seq}, "
+                    f"the file's to {last_seq}): the file was restored from an older copy?"
+                )
+        except snapshots.SnapshotInvalid as exc:
+            self.snapshot_status = f"ignored: {exc}"
+            return False
+        memory._workers = self._workers  # the threads are this process's choice, not the writer's
+        memory._tables.workers = self._workers
+        self._memory, self._names = memory, names
+        self._last, self._tomb = covered.last_seq, covered.last_tomb
+        self._catch_up()
+        self.snapshot_status = "used"
+        return True
+
+    def _snapshot_due(self) -> bool:
+        return self.mode == "a" and self._snapshot_file is not None and self._changes >= SNAPSHOT_MIN_CHANGES
+
+    def _snapshot_stats(self) -> dict[str, Any] | None:
+        if self._snapshot_file is None:
+            return None
+        try:
+            size = os.path.getsize(self._snapshot_file)
+        except OSError:
+            size = None
+        return {
+            "path": self._snapshot_file,
+            "bytes": size,
+            "status": self.snapshot_status,
+            "changes_since": self._changes,
+        }
+
+    def _catch_up(self) -> None:
+        """Apply the rows and tombstones committed after ``_last`` / ``_tomb``."""
+        self._load_rows_after(self._last)
+        removed = self._store.tombstones_after(self._tomb)
+        self._forget([doc for _, doc in removed if doc in self._memory])
+        if removed:
+            self._tomb = removed[-1][0]
+
+    # -- rows
+
+    def _sketch(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``config.sketch_texts`` on ``workers`` threads (chunks of texts; the kernels release
+        the GIL, as in the batch job's sketch stage), as ``(values, empty)``."""
+        n = len(texts)
+        if self._workers <= 1 or n < 2 * _SKETCH_CHUNK:
+            s = self._config.sketch_texts(texts)
+            return s.values, np.asarray(s.empty, dtype=np.bool_)
+        step = max(_SKETCH_CHUNK, -(-n // (4 * self._workers)))
+        with Threads(self._workers) as threads:
+            parts = threads.map(self._config.sketch_texts, [texts[a : a + step] for a in range(0, n, step)])
+        values = np.concatenate([p.values for p in parts])
+        return values, np.concatenate([np.asarray(p.empty, dtype=np.bool_) for p in parts])
+
+    def _held(self, ids: Sequence[str]) -> dict[str, int]:
+        """id -> seq of the ids the lookup holds (SQLite's id index, then the lookup: a reader
+        holds what it has loaded)."""
+        return {i: s for i, s in self._store.lookup(list(ids)).items() if s in self._memory}
+
     def _load_rows_after(self, seq: int) -> None:
         for rows in self._store.rows_after(seq):
-            bad = next((r for r in rows if len(r.sketch) != self._row_bytes), None)
+            shape, dtype, row_bytes = self._row_format
+            bad = next((r for r in rows if len(r.sketch) != row_bytes), None)
             if bad is not None:
                 raise IndexCorruptError(
-                    f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {self._row_bytes}"
+                    f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {row_bytes}"
                 )
-            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=self._dtype).reshape(
-                (len(rows), *self._row_shape)
+            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape(
+                (len(rows), *shape)
             )
             empty = np.fromiter((r.empty for r in rows), np.bool_, len(rows))
             self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
@@ -341,10 +482,10 @@ class DurableIndex:
     ) -> None:
         if not ids:
             return
-        values = np.ascontiguousarray(values, dtype=self._dtype)
+        values = np.ascontiguousarray(values, dtype=self._row_format[1])
         empty = np.asarray(empty, dtype=np.bool_)
         blobs = [values[i].tobytes() for i in range(len(ids))]
-        old = [self._seq_of[i] for i in ids if i in self._seq_of] if replace else []
+        old = list(self._held(ids).values()) if replace else []
         seqs = self._store.insert(ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace)
         if old:
             self._forget(old)
@@ -354,17 +495,16 @@ class DurableIndex:
     def _remember(self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray) -> None:
         """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup."""
         self._memory.add(seqs, values, empty=empty)
-        for seq, doc_id in zip(seqs, ids):
-            self._ids[seq] = doc_id
-            self._seq_of[doc_id] = seq
+        self._names.add(seqs, ids)
         self._last = max(self._last, seqs[-1])
+        self._changes += len(seqs)
 
     def _forget(self, seqs: list[int]) -> None:
         """Rows removed from the store leave the in-memory lookup."""
         if seqs:
             self._memory.remove(seqs)
-            for seq in seqs:
-                del self._seq_of[self._ids.pop(seq)]
+            self._names.discard(seqs)
+            self._changes += len(seqs)
 
     def _query_rows(
         self, values: np.ndarray, min_similarity: float | None, limit: int | None, staged: Sequence[str], empty=None
@@ -377,7 +517,7 @@ class DurableIndex:
             if empty is not None and empty[i]:
                 out.append([])  # a document without features is never a near-duplicate (SimHash's 0)
                 continue
-            out.append([(self._ids[k] if k >= 0 else staged[-k - 1], sim) for k, sim in row])
+            out.append([(self._names[k] if k >= 0 else staged[-k - 1], sim) for k, sim in row])
         return out
 
 

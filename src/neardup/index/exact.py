@@ -103,7 +103,7 @@ class ExactIndex:
         first = self._rows.append(keys)
         n_new = first + len(keys)
         if n_new > self._words.shape[0]:
-            grown = np.empty((max(n_new, self._words.shape[0] * 3 // 2, 256), 2), dtype=np.uint64)
+            grown = np.zeros((max(n_new, self._words.shape[0] * 3 // 2, 256), 2), dtype=np.uint64)
             grown[:first] = self._words[:first]
             self._words = grown
         self._words[first:n_new] = words
@@ -118,7 +118,7 @@ class ExactIndex:
             keep, remap = self._rows.compact()
             self._tables.compact(remap)
             live = self._rows.n
-            words = np.empty((max(live + live // 2, 256), 2), dtype=np.uint64)
+            words = np.zeros((max(live + live // 2, 256), 2), dtype=np.uint64)
             words[:live] = self._words[:n][keep]
             self._words = words
 

@@ -296,7 +296,7 @@ class HammingIndex:
         n_new = first + words.shape[0]
         if n_new > self._fps.shape[0]:
             cap = max(n_new, self._fps.shape[0] * 3 // 2, 256)
-            fps = np.empty((cap, self._fps.shape[1]), dtype=np.uint64)
+            fps = np.zeros((cap, self._fps.shape[1]), dtype=np.uint64)
             fps[:first] = self._fps[:first]
             mask = np.zeros(cap, dtype=np.bool_)
             mask[:first] = self._indexed[:first]
@@ -318,7 +318,7 @@ class HammingIndex:
         keep, remap = self._rows.compact()
         live = self._rows.n
         cap = max(live + live // 2, 256)
-        fps = np.empty((cap, self._fps.shape[1]), dtype=np.uint64)
+        fps = np.zeros((cap, self._fps.shape[1]), dtype=np.uint64)
         fps[:live] = self._fps[:n][keep]
         indexed = np.zeros(cap, dtype=np.bool_)
         indexed[:live] = self._indexed[:n][keep]

@@ -387,7 +387,7 @@ class LSHIndex:
         n_new = first + values.shape[0]
         if n_new > self._sigs.shape[0]:
             capacity = max(n_new, self._sigs.shape[0] + self._sigs.shape[0] // 2, 256)
-            sigs = np.empty((capacity, self._num_perm), dtype=np.uint32)
+            sigs = np.zeros((capacity, self._num_perm), dtype=np.uint32)
             sigs[:first] = self._sigs[:first]
             self._sigs = sigs
         self._sigs[first:n_new] = values
@@ -398,6 +398,6 @@ class LSHIndex:
         keep, remap = self._rows.compact()
         self._tables.compact(remap)
         live = self._rows.n
-        sigs = np.empty((max(live + live // 2, 256), self._num_perm), dtype=np.uint32)
+        sigs = np.zeros((max(live + live // 2, 256), self._num_perm), dtype=np.uint32)
         sigs[:live] = self._sigs[:n][keep]
         self._sigs = sigs

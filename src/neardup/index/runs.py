@@ -143,7 +143,7 @@ class SortedRuns:
         capacity = max(needed, capacity + capacity // 2, 1024)
         for name in ("keys", "ids"):
             old = getattr(self, name)
-            new = np.empty((old.shape[0], capacity), dtype=old.dtype)
+            new = np.zeros((old.shape[0], capacity), dtype=old.dtype)
             new[:, : self.size] = old[:, : self.size]
             setattr(self, name, new)
 
@@ -168,7 +168,7 @@ class SortedRuns:
         start = 0 if last == 0 else int(runs[-1, 2]) + (1 << (64 - int(runs[-1, 3]))) + 1
         end = start + (1 << bits) + 1
         if end > self.dirs.shape[1]:
-            dirs = np.empty((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
+            dirs = np.zeros((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
             dirs[:, :start] = self.dirs[:, :start]
             self.dirs = dirs
 

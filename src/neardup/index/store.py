@@ -248,6 +248,12 @@ class SQLiteStore:
     def last_tombstone(self) -> int:
         return self._query("SELECT COALESCE(MAX(seq), 0) FROM tombstones")[0][0]
 
+    def high_water(self) -> tuple[int, int]:
+        """The highest sequence numbers ever given to a row and to a tombstone (AUTOINCREMENT
+        never reuses them; a derived file that claims more is of a newer state than this file)."""
+        found = dict(self._query("SELECT name, seq FROM sqlite_sequence WHERE name IN ('docs', 'tombstones')"))
+        return int(found.get("docs", 0)), int(found.get("tombstones", 0))
+
     def lookup(self, ids: Sequence[str]) -> dict[str, int]:
         """The sequence numbers of the ids that are stored."""
         out: dict[str, int] = {}

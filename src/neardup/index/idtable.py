@@ -1,0 +1,90 @@
+"""Sequence number -> document id for the durable index, in arrays rather than a dict of strings.
+
+The durable index keys its in-memory lookup by each row's SQLite sequence number and turns the
+sequence numbers a query finds into ids here. A dict of a million ids costs over 100 MB and a
+second to build; :class:`IdTable` keeps them as one UTF-8 byte array with offsets, in ascending
+sequence order (binary search), and only the most recent rows in a small dict that is folded
+into the arrays when it grows. The arrays pickle as arrays, so a lookup snapshot
+(:mod:`neardup.index.snapshot`) maps them from disk untouched.
+
+Ids of removed rows may stay (they are never asked for: the lookup returns live rows only) and
+are dropped by :meth:`IdTable.live`, which the snapshot writer calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["IdTable"]
+
+_FOLD_MIN = 65536
+
+
+class IdTable:
+    """seq -> id (see the module docs). ``seqs`` (int64, ascending), ``offsets`` (int64,
+    len(seqs) + 1) and ``data`` (uint8) hold the folded rows; ``recent`` the others."""
+
+    def __init__(self, seqs: np.ndarray | None = None, offsets: np.ndarray | None = None, data=None) -> None:
+        self.seqs = np.zeros(0, dtype=np.int64) if seqs is None else seqs
+        self.offsets = np.zeros(1, dtype=np.int64) if offsets is None else offsets
+        self.data = np.zeros(0, dtype=np.uint8) if data is None else data
+        self.recent: dict[int, str] = {}
+
+    def __getitem__(self, seq: int) -> str:
+        doc_id = self.recent.get(seq)
+        if doc_id is not None:
+            return doc_id
+        pos = int(np.searchsorted(self.seqs, seq))
+        if pos == self.seqs.shape[0] or self.seqs[pos] != seq:
+            raise KeyError(seq)
+        a, b = self.offsets[pos], self.offsets[pos + 1]
+        return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
+
+    def many(self, seqs: Iterable[int]) -> list[str]:
+        return [self[s] for s in seqs]
+
+    def add(self, seqs: list[int], ids: list[str]) -> None:
+        """Rows with sequence numbers above every one held."""
+        self.recent.update(zip(seqs, ids))
+        if len(self.recent) >= max(_FOLD_MIN, self.seqs.shape[0] // 4):
+            self._fold()
+
+    def discard(self, seqs: Iterable[int]) -> None:
+        """Rows removed (their ids may stay in the arrays until :meth:`live`)."""
+        for s in seqs:
+            self.recent.pop(s, None)
+
+    def live(self, seqs: np.ndarray) -> IdTable:
+        """A table of the rows ``seqs`` (ascending int64) only, all in arrays."""
+        self._fold()
+        pos = np.searchsorted(self.seqs, seqs)
+        if seqs.shape[0] and (pos.max() >= self.seqs.shape[0] or not np.array_equal(self.seqs[pos], seqs)):
+            raise KeyError("a live row has no id")
+        starts, ends = self.offsets[pos], self.offsets[pos + 1]
+        lengths = ends - starts
+        offsets = np.zeros(seqs.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # the bytes of each kept id, gathered in one indexing: start of its id + position within it
+        within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+        data = self.data[np.repeat(starts, lengths) + within]
+        return IdTable(np.array(seqs, dtype=np.int64), offsets, data)
+
+    def _fold(self) -> None:
+        if not self.recent:
+            return
+        seqs = np.fromiter(self.recent.keys(), dtype=np.int64, count=len(self.recent))
+        encoded = [s.encode("utf-8", "surrogatepass") for s in self.recent.values()]
+        order = np.argsort(seqs, kind="stable")
+        if not np.all(order[1:] > order[:-1]):
+            seqs = seqs[order]
+            encoded = [encoded[i] for i in order.tolist()]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        offsets = np.empty(lengths.shape[0], dtype=np.int64)
+        np.cumsum(lengths, out=offsets)
+        offsets += self.offsets[-1]
+        self.seqs = np.concatenate([self.seqs, seqs])
+        self.offsets = np.concatenate([self.offsets, offsets])
+        self.data = np.concatenate([self.data, np.frombuffer(b"".join(encoded), dtype=np.uint8)])
+        self.recent = {}

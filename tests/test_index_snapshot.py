@@ -1,0 +1,467 @@
+"""Lookup snapshots of the durable index (PATH.lookup): used on open, never a wrong answer when
+stale or damaged, safe against kill -9; the sorted key prefix of RowKeys; sketching on threads."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup.index import durable, snapshot
+from neardup.index.keys import RowKeys
+from neardup.index.store import SQLiteStore
+from neardup.methods.exact.config import ExactConfig
+from neardup.methods.minhash.config import MinHashConfig
+from neardup.methods.simhash.config import SimHashConfig
+
+CONFIGS = {
+    "minhash": MinHashConfig(threshold=0.6, num_perm=64),
+    "simhash": SimHashConfig(),
+    "exact": ExactConfig(),
+}
+
+
+def corpus(n: int, seed: int = 0) -> list[str]:
+    """Texts with near-duplicates: every third text is an edited copy of an earlier one."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    texts: list[str] = []
+    for i in range(n):
+        if i % 3 == 2 and texts:
+            words = texts[int(rng.integers(len(texts)))].split()
+            words[int(rng.integers(len(words)))] = vocab[int(rng.integers(len(vocab)))]
+            texts.append(" ".join(words))
+        else:
+            texts.append(" ".join(vocab[k] for k in rng.integers(0, len(vocab), 40)))
+    return texts
+
+
+def answers(index, queries):
+    return len(index), list(index), index.query_batch(queries)
+
+
+def rebuilt(path, queries):
+    """The answers of a reader that rebuilds the lookup from SQLite (the snapshot moved aside)."""
+    lookup = snapshot.snapshot_path(str(path))
+    aside = lookup + ".aside"
+    moved = os.path.exists(lookup)
+    if moved:
+        os.replace(lookup, aside)
+    try:
+        with neardup.Index.open(path) as index:
+            assert not index.snapshot_status.startswith("used")
+            return answers(index, queries)
+    finally:
+        if moved:
+            os.replace(aside, lookup)
+
+
+class CountingRows:
+    """Counts the rows SQLiteStore.rows_after yields."""
+
+    def __init__(self, monkeypatch):
+        self.rows = 0
+        original = SQLiteStore.rows_after
+
+        def counted(store, seq, **kw):
+            for batch in original(store, seq, **kw):
+                self.rows += len(batch)
+                yield batch
+
+        monkeypatch.setattr(SQLiteStore, "rows_after", counted)
+
+
+# ---------------------------------------------------------------------- RowKeys
+
+
+def test_row_keys_sorted_prefix_behaves_like_a_dict():
+    """Random adds (mostly ascending ints, some out of order, a few strings), removes and
+    compactions: len, in, iteration order, rows and keys agree with a plain model."""
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        rk = RowKeys()
+        model: dict = {}  # key -> row, insertion order
+        next_key = int(rng.integers(-5, 5))
+        use_strings = seed % 5 == 4
+        for _ in range(200):
+            op = rng.random()
+            if op < 0.55:
+                keys = []
+                for _ in range(int(rng.integers(1, 6))):
+                    if rng.random() < 0.15:
+                        k = int(rng.integers(-50, next_key + 1))  # out of order, maybe a removed key again
+                    else:
+                        next_key += int(rng.integers(1, 4))
+                        k = next_key
+                    if use_strings and rng.random() < 0.05:
+                        k = f"s{k}"
+                    if k not in model and k not in keys:
+                        keys.append(k)
+                if not keys:
+                    continue
+                rk.check_new(keys)
+                first = rk.append(keys)
+                for j, k in enumerate(keys):
+                    model[k] = first + j
+            elif op < 0.9 and model:
+                keys = list({list(model)[int(i)] for i in rng.integers(0, len(model), int(rng.integers(1, 4)))})
+                rows = rk.remove(keys)
+                assert rows == [model.pop(k) for k in keys]
+            else:
+                keep, remap = rk.compact()
+                model = {k: int(remap[r]) for k, r in model.items()}
+            assert len(rk) == len(model)
+            assert list(rk) == list(model)
+            for k, r in list(model.items())[:20]:
+                assert k in rk and rk.row(k) == r and rk.key(r) == k
+            for k in (next_key + 1, -1000, "nope", 2**70):
+                assert (k in rk) == (k in model)
+            with pytest.raises(KeyError):
+                rk.check_new([next(iter(model))] if model else [1, 1])
+        if not use_strings:
+            assert rk.keys is None  # ints only: no list of keys
+            assert len(rk.ids) <= len(model)
+
+
+def test_row_keys_of_ascending_ints_need_no_dict():
+    rk = RowKeys()
+    for lo in range(0, 10_000, 1000):
+        rk.append(list(range(lo, lo + 1000)))
+    rk.remove([5, 7, 9999])
+    assert rk.ids == {} and rk.base == 10_000 and len(rk) == 9997
+    assert 5 not in rk and 6 in rk and rk.row(6) == 6
+    rk.append([-1])  # out of order: the dict
+    rk.remove([-1])
+    rk.append([20_000, 20_001])  # in order again after a removed row: the prefix grows over it
+    assert rk.ids == {} and rk.row(20_001) == 10_002 and -1 not in rk
+
+
+# ---------------------------------------------------------------------- snapshots used
+
+
+def test_open_maps_the_snapshot_and_reads_only_the_rows_after_it(tmp_path, monkeypatch):
+    config = CONFIGS["minhash"]
+    texts = corpus(400)
+    queries = corpus(40, seed=1) + texts[:40]
+    path = tmp_path / "x.ndx"
+    with neardup.Index.create(path, config) as index:
+        index.add([f"d{i}" for i in range(300)], texts[:300])
+        index.remove(["d4", "d8"])
+        assert index.save_snapshot() > 0
+        index.add([f"d{i}" for i in range(300, 307)], texts[300:307])
+        index.remove(["d10", "d301"])
+        expected = answers(index, queries)
+    counter = CountingRows(monkeypatch)
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status == "used"
+        assert counter.rows == 6  # the rows committed after the snapshot (one since removed), not the 300 before
+        assert answers(index, queries) == expected
+        assert "d10" not in index and "d301" not in index and "d306" in index and "d4" not in index
+        assert index.check() == []
+        stats = index.stats()["snapshot"]
+        assert stats["status"] == "used" and stats["bytes"] == os.path.getsize(str(path) + ".lookup")
+    assert rebuilt(path, queries) == expected
+
+
+def test_close_writes_the_snapshot_after_enough_changes(tmp_path, monkeypatch):
+    monkeypatch.setattr(durable, "SNAPSHOT_MIN_CHANGES", 50)
+    texts = corpus(120)
+    path = tmp_path / "x.ndx"
+    lookup = str(path) + ".lookup"
+    with neardup.Index.create(path, CONFIGS["exact"]) as index:
+        index.add([f"d{i}" for i in range(40)], texts[:40])
+    assert not os.path.exists(lookup)  # 40 changes: not due
+    with neardup.Index.open(path, "a") as index:
+        index.add([f"d{i}" for i in range(40, 100)], texts[40:100])
+    assert os.path.exists(lookup)
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status == "used" and len(index) == 100
+
+
+@pytest.mark.parametrize("method", sorted(CONFIGS))
+def test_random_histories_answer_as_a_rebuild_does(tmp_path, method):
+    """Random add / remove / replace / snapshot / compact / reopen sequences, with a reader that
+    refreshes: after each step the writer, the reader and a fresh open (snapshot used, stale or
+    absent) give the answers of a lookup rebuilt from SQLite."""
+    config = CONFIGS[method]
+    texts = corpus(600)
+    queries = corpus(30, seed=1) + texts[::20]
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        path = tmp_path / f"{seed}.ndx"
+        writer = neardup.Index.create(path, config)
+        reader = neardup.Index.open(path)
+        live: list[str] = []
+        counter = 0
+        try:
+            for _step in range(14):
+                op = rng.choice(["add", "add", "remove", "replace", "snapshot", "compact", "reopen"])
+                if op == "add":
+                    n = int(rng.integers(1, 60))
+                    ids = [f"d{counter + j}" for j in range(n)]
+                    writer.add(ids, [texts[int(rng.integers(len(texts)))] for _ in ids])
+                    live += ids
+                    counter += n
+                elif op == "remove" and live:
+                    gone = sorted(set(rng.choice(live, int(rng.integers(1, min(20, len(live)) + 1))).tolist()))
+                    writer.remove(gone)
+                    live = [d for d in live if d not in set(gone)]
+                elif op == "replace" and live:
+                    ids = sorted(set(rng.choice(live, 3).tolist()))
+                    writer.add(ids, [texts[int(rng.integers(len(texts)))] for _ in ids], replace=True)
+                    live = [d for d in live if d not in set(ids)] + ids
+                elif op == "snapshot":
+                    writer.save_snapshot()
+                elif op == "compact":
+                    writer.compact()
+                elif op == "reopen":
+                    writer.close()
+                    writer = neardup.Index.open(path, "a")
+                expected = rebuilt(path, queries)
+                assert expected[1] == live
+                assert answers(writer, queries) == expected
+                reader.refresh()
+                assert answers(reader, queries) == expected
+                with neardup.Index.open(path) as fresh:
+                    assert answers(fresh, queries) == expected
+        finally:
+            writer.close()
+            reader.close()
+        assert neardup.Index.check_file(path) == []
+
+
+# ---------------------------------------------------------------------- damaged and stale snapshots
+
+
+def _index_with_snapshot(path, config, texts):
+    with neardup.Index.create(path, config) as index:
+        index.add([f"d{i}" for i in range(len(texts))], texts)
+        index.remove(["d3"])
+        index.save_snapshot()
+
+
+def _damage_cases(path, other):
+    """(name, how to damage PATH.lookup) pairs."""
+    lookup = str(path) + ".lookup"
+    size = os.path.getsize(lookup)
+
+    def flip(offset):
+        def go():
+            with open(lookup, "r+b") as f:
+                f.seek(offset)
+                b = f.read(1)
+                f.seek(offset)
+                f.write(bytes([b[0] ^ 0x5A]))
+
+        return go
+
+    def truncate(n):
+        def go():
+            os.truncate(lookup, n)
+
+        return go
+
+    def header_at():
+        with open(lookup, "rb") as f:
+            return int.from_bytes(f.read(16)[8:16], "little")
+
+    def replace_with(data):
+        def go():
+            with open(lookup, "wb") as f:
+                f.write(data)
+
+        return go
+
+    def from_other_index():
+        shutil.copy(str(other) + ".lookup", lookup)
+
+    return [
+        ("empty file", replace_with(b"")),
+        ("garbage", replace_with(os.urandom(10_000))),
+        ("bad magic", flip(0)),
+        ("cut in half", truncate(size // 2)),
+        ("last byte cut", truncate(size - 1)),
+        ("header byte flipped", flip(header_at() + 5)),
+        ("pickle byte flipped", flip(header_at() - 3)),
+        ("header offset flipped", flip(9)),
+        ("snapshot of another index", from_other_index),
+    ]
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_a_damaged_or_foreign_snapshot_is_ignored_and_rebuilt(tmp_path, method, monkeypatch):
+    config = CONFIGS[method]
+    texts = corpus(200)
+    queries = corpus(30, seed=1) + texts[:30]
+    other = tmp_path / "other.ndx"
+    _index_with_snapshot(other, config, corpus(150, seed=5))
+    path = tmp_path / "x.ndx"
+    _index_with_snapshot(path, config, texts)
+    pristine = Path(str(path) + ".lookup").read_bytes()
+    expected = rebuilt(path, queries)
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status == "used" and answers(index, queries) == expected
+    monkeypatch.setattr(durable, "SNAPSHOT_MIN_CHANGES", 1)
+    for name, damage in _damage_cases(path, other):
+        with open(str(path) + ".lookup", "wb") as f:
+            f.write(pristine)
+        damage()
+        with neardup.Index.open(path) as index:
+            assert index.snapshot_status.startswith("ignored"), name
+            assert answers(index, queries) == expected, name
+        with neardup.Index.open(path, "a") as index:  # a writer rebuilds, and rewrites it on close
+            assert answers(index, queries) == expected, name
+        with neardup.Index.open(path) as index:
+            assert index.snapshot_status == "used", name
+            assert answers(index, queries) == expected, name
+
+
+def test_a_damaged_array_is_found_by_check(tmp_path):
+    path = tmp_path / "x.ndx"
+    _index_with_snapshot(path, CONFIGS["minhash"], corpus(200))
+    assert neardup.Index.check_file(path) == []
+    with open(str(path) + ".lookup", "r+b") as f:
+        f.seek(4096 + 10)  # inside the first array
+        f.write(b"\xff\xfe")
+    problems = neardup.Index.check_file(path)
+    assert len(problems) == 1 and "fails its checksum" in problems[0] and ".lookup" in problems[0]
+
+
+def test_a_stale_snapshot_of_another_epoch_or_ahead_of_the_file_is_ignored(tmp_path):
+    config = CONFIGS["minhash"]
+    texts = corpus(200)
+    queries = corpus(30, seed=1) + texts[:30]
+    path = tmp_path / "x.ndx"
+    lookup = str(path) + ".lookup"
+    _index_with_snapshot(path, config, texts[:100])
+    old_file = tmp_path / "old.ndx"
+    with neardup.Index.open(path, "a") as index:
+        index.compact()  # checkpoints the WAL: the main file is the whole index
+    shutil.copy(path, old_file)  # the index as it was (a backup)
+    old_snapshot = Path(lookup).read_bytes()
+    with neardup.Index.open(path, "a") as index:
+        index.add([f"n{i}" for i in range(100)], texts[100:])
+        index.save_snapshot()
+        index.remove(["d5"])
+        index.compact()  # another epoch
+    with open(lookup, "wb") as f:
+        f.write(old_snapshot)  # a snapshot of the previous epoch
+    expected = rebuilt(path, queries)
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status.startswith("ignored") and "epoch" in index.snapshot_status
+        assert answers(index, queries) == expected
+    # the newer snapshot beside the restored older file: ahead of it
+    with neardup.Index.open(path, "a") as index:
+        index.save_snapshot()
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(str(path) + suffix):
+            os.unlink(str(path) + suffix)
+    shutil.copy(old_file, path)
+    expected_old = rebuilt(path, queries)
+    assert expected_old[0] == 99
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status.startswith("ignored"), index.snapshot_status
+        assert answers(index, queries) == expected_old
+
+
+def test_a_planted_snapshot_cannot_run_code(tmp_path):
+    path = tmp_path / "x.ndx"
+    _index_with_snapshot(path, CONFIGS["exact"], corpus(50))
+    marker = tmp_path / "ran"
+    with neardup.Index.open(path) as index:
+        covered = snapshot.Covered(index._uid, index._epoch, 1, 0)
+    snapshot.write(str(path) + ".lookup", {"method": "exact", "memory": _Evil(str(marker))}, covered)
+    with neardup.Index.open(path) as index:
+        assert index.snapshot_status.startswith("ignored") and "posix.system" in index.snapshot_status
+        assert len(index) == 49
+    assert not marker.exists()
+
+
+class _Evil:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+# ---------------------------------------------------------------------- kill -9 while writing
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import neardup
+    path = sys.argv[1]
+    with neardup.Index.open(path, "a") as index:
+        print("ready", flush=True)
+        i = 0
+        while True:
+            index.add([f"k{sys.argv[2]}-{i}"], [f"text number {i} of writer {sys.argv[2]} " * 20])
+            index.save_snapshot()
+            print(f"saved k{sys.argv[2]}-{i}", flush=True)
+            i += 1
+    """
+)
+
+
+def test_kill_9_while_writing_the_snapshot_leaves_a_usable_index(tmp_path):
+    """Writers killed at random points while they rewrite the snapshot in a loop: every open
+    after that answers as a rebuild does, `check` passes, and stray temporary files go away."""
+    rng = np.random.default_rng(3)
+    config = MinHashConfig(threshold=0.6)
+    texts = corpus(20_000)
+    queries = corpus(20, seed=1) + texts[:20]
+    path = tmp_path / "x.ndx"
+    _index_with_snapshot(path, config, texts)
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    acknowledged: set[str] = set()
+    for trial in range(12):
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(path), str(trial)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        assert proc.stdout.readline().strip() == "ready"
+        threading.Event().wait(float(rng.uniform(0.0, 0.6)))
+        proc.kill()
+        rest, _ = proc.communicate()
+        acknowledged.update(line.split()[1] for line in rest.splitlines() if line.startswith("saved "))
+        expected = rebuilt(path, queries)
+        with neardup.Index.open(path) as index:
+            assert answers(index, queries) == expected
+            assert acknowledged <= set(index)
+        assert neardup.Index.check_file(path) == []
+    strays = [f for f in os.listdir(tmp_path) if ".lookup.tmp-" in f]
+    with neardup.Index.open(path, "a") as index:
+        index.save_snapshot()
+    assert not [f for f in os.listdir(tmp_path) if ".lookup.tmp-" in f]
+    print({"trials": 12, "acknowledged": len(acknowledged), "strays_before_cleanup": len(strays)})
+
+
+# ---------------------------------------------------------------------- sketching on threads
+
+
+@pytest.mark.parametrize("method", sorted(CONFIGS))
+def test_two_workers_sketch_and_store_what_one_does(tmp_path, method):
+    config = CONFIGS[method]
+    texts = corpus(9000)
+    ids = [f"d{i}" for i in range(len(texts))]
+    queries = texts[::300]
+    found = []
+    for workers in (1, 2):
+        with neardup.Index.create(tmp_path / f"{workers}.ndx", config, workers=workers) as index:
+            values, empty = index._sketch(texts)
+            s = config.sketch_texts(texts)
+            assert np.array_equal(values, s.values) and np.array_equal(empty, np.asarray(s.empty, dtype=bool))
+            index.add(ids, texts)
+            found.append(index.query_batch(queries))
+    assert found[0] == found[1]
