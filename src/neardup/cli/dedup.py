@@ -403,3 +403,5 @@ def _print_summary(
         table.add_row(f"time {stage}", f"{seconds:.2f} s")
     table.add_row("time total", f"{total:.2f} s")
     console.print(table)
+    for message in rs.file_errors:  # a file skipped or read in part: which one, and what was lost
+        console.print(f"skipped: {message}", soft_wrap=True, markup=False, highlight=False)

@@ -42,6 +42,9 @@ class ReadStats:
             size for Parquet and ``.txt``/``.html`` files.
         sources: ``(path, format, documents)`` of each input source read, in reading order (the
             expanded inputs: every shard of a folder, every match of a glob).
+        file_errors: the message of each file skipped or read only in part (``on_error="skip"``),
+            such as ``"x.jsonl.gz: truncated compressed stream after 575 records (byte offset
+            ...)"``: a file-level problem is counted once, so its message says what was lost.
     """
 
     files: int = 0
@@ -50,6 +53,7 @@ class ReadStats:
     reasons: Counter = field(default_factory=Counter)
     bytes_read: int = 0
     sources: list = field(default_factory=list)
+    file_errors: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,6 +77,8 @@ class Policy:
             raise err
         self.stats.skipped += 1
         self.stats.reasons[err.reason] += 1
+        if err.line is None:
+            self.stats.file_errors.append(str(err))
 
 
 def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False) -> Policy:

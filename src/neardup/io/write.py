@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 import zstandard
 
+from ..core.errors import InputChangedError
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
@@ -220,7 +221,7 @@ def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
 def _kept(keep: np.ndarray, start: int, n: int) -> list[int]:
     """Positions in a chunk of ``n`` documents numbered from ``start`` that ``keep`` marks."""
     if start + n > len(keep):
-        raise ValueError(
+        raise InputChangedError(
             f"keep has {len(keep)} entries but the inputs hold more documents; were the inputs, "
             "text_field, id_field or on_error changed since the first pass?"
         )
@@ -444,7 +445,7 @@ def write_kept(
         finally:
             sink.close()
         if start != len(keep):
-            raise ValueError(
+            raise InputChangedError(
                 f"keep has {len(keep)} entries but the inputs hold {start} documents; were the "
                 "inputs, text_field, id_field or on_error changed since the first pass?"
             )
