@@ -440,14 +440,17 @@ def corrupt_inputs(tmp_path):
 def test_unreadable_files_fail_and_skip(tmp_path):
     good = write_lines(tmp_path / "good.jsonl", [GOOD % (9, 9)])
     for bad in corrupt_inputs(tmp_path):
+        truncated = "trunc" in bad.name
+        reason = "truncated file" if truncated else "unreadable file"
         with pytest.raises(InputError) as e:
             read_all([bad, good])
-        assert e.value.path == str(bad) and e.value.line is None and e.value.reason == "unreadable file"
-        assert "cannot read the file" in str(e.value)
+        assert e.value.path == str(bad) and e.value.line is None and e.value.reason == reason
+        assert ("truncated compressed stream after" if truncated else "cannot read the file") in str(e.value)
         ids, _, stats = read_all([bad, good], on_error="skip")
         assert ids[-1] == "g9"
         assert ids[:-1] == [f"g{i}" for i in range(len(ids) - 1)], "a good prefix, then the next file"
-        assert stats.skipped == 1 and stats.reasons == {"unreadable file": 1}, bad
+        assert stats.skipped == 1 and stats.reasons == {reason: 1}, bad
+        assert stats.file_errors == [str(e.value)], "the summary names the file and what was lost"
 
 
 # --------------------------------------------------------------------------------------------

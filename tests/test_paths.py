@@ -95,11 +95,15 @@ def test_text_folder_still_reads_documents(tmp_path):
 
 
 def test_input_format_overrides_the_extension(tmp_path):
-    p = tmp_path / "data.txt"
+    p = tmp_path / "data.txt"  # alone, a .txt file is one document; --input-format reads it as JSONL
     p.write_bytes(_jsonl(_records("o")))
     assert _ids([str(p)], input_format="jsonl") == ["o-0", "o-1", "o-2"]
+    assert expand_inputs([str(p)]) == [(str(p), "txtdir")]
+    q = tmp_path / "data.dat"
+    q.write_bytes(_jsonl(_records("o")))
+    assert _ids([str(q)], input_format="jsonl") == ["o-0", "o-1", "o-2"]
     with pytest.raises(InputError, match="unknown input format"):
-        expand_inputs([str(p)])
+        expand_inputs([str(q)])
     with pytest.raises(ValueError, match="input_format must be one of"):
         expand_inputs([str(p)], "xml")
 

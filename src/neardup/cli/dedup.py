@@ -482,3 +482,5 @@ def _print_summary(
             if path is not None and path != "-":
                 table.add_row(f"written {option}", path)
     console.print(table)
+    for message in rs.file_errors:  # a file skipped or read in part: which one, and what was lost
+        console.print(f"skipped: {message}", soft_wrap=True, markup=False, highlight=False)

@@ -32,9 +32,10 @@ class IncompatibleSketchError(NeardupError, ValueError):
     """Two sketches were made with different schemes (hash family, seed, K, shingling, version)."""
 
 
-class InputChangedError(NeardupError):
+class InputChangedError(NeardupError, ValueError):
     """The input gave other documents when it was read again (a job that reads its input several
-    times needs the same documents every time)."""
+    times needs the same documents every time); a ValueError too, as the wrong ``keep`` given to
+    :func:`~neardup.io.write.write_kept` is detected the same way."""
 
 
 _OUTPUT_REASONS = {

@@ -28,7 +28,7 @@ from .policy import (
     missing_text,
     text_not_str,
 )
-from .streams import line_blocks, open_input, raw_blocks
+from .streams import StreamDamage, damaged, line_blocks, open_input, raw_blocks
 
 if TYPE_CHECKING:
     from .write import JsonlSink
@@ -105,27 +105,34 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
     if stream is None:
         return
     lineno = 0
+    records = 0
     with stream:
-        if not full and pol.id_policy == "field":
-            yield from _scan_jsonl_blocks(stream, path, pol)
-            return
-        for block in line_blocks(stream, path, pol):
-            ids: list[str] = []
-            texts: list[str] = []
-            raws: list[bytes] = []
-            objs: list[dict] = []
-            for line in block:
-                lineno += 1
-                if not line or line.isspace():
-                    continue
-                record = _parse_record(line, path, lineno, pol)
-                if record is not None:
-                    ids.append(record[0])
-                    texts.append(record[1])
-                    raws.append(line)
-                    objs.append(record[2])
-            if ids:
-                yield Chunk(ids, texts, (raws, objs))
+        try:
+            if not full and pol.id_policy == "field":
+                for chunk in _scan_jsonl_blocks(stream, path, pol):
+                    records += len(chunk.ids)
+                    yield chunk
+                return
+            for block in line_blocks(stream, path, pol, damage=True):
+                ids: list[str] = []
+                texts: list[str] = []
+                raws: list[bytes] = []
+                objs: list[dict] = []
+                for line in block:
+                    lineno += 1
+                    if not line or line.isspace():
+                        continue
+                    record = _parse_record(line, path, lineno, pol)
+                    if record is not None:
+                        ids.append(record[0])
+                        texts.append(record[1])
+                        raws.append(line)
+                        objs.append(record[2])
+                if ids:
+                    records += len(ids)
+                    yield Chunk(ids, texts, (raws, objs))
+        except StreamDamage as exc:  # the records before the damage are read
+            pol.reject(damaged(path, exc, records))
 
 
 def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
@@ -137,7 +144,7 @@ def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
     id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
     base = 0  # lines before this block
     buffer = None  # the kernel's output buffer, reused block after block
-    for block in raw_blocks(stream, path, pol):
+    for block in raw_blocks(stream, path, pol, damage=True):
         r = scan_block(block, text_key, id_key, buffer)
         buffer = r.out
         status = r.status

@@ -13,7 +13,7 @@ import orjson
 
 from ..core.errors import InputError
 from .arrow import pa, pq
-from .paths import file_size, is_url, open_binary
+from .paths import file_size, is_url, local_path, open_binary
 from .policy import (
     Chunk,
     Policy,
@@ -46,7 +46,7 @@ class _ArrowFile:
 
     def __init__(self, path: str) -> None:
         # a local file is memory-mapped, so read_all() maps the batches instead of copying them
-        self._stream = open_binary(path) if is_url(path) else pa.memory_map(path, "r")
+        self._stream = open_binary(path) if is_url(path) else pa.memory_map(local_path(path), "r")
         try:
             self._table = pa.ipc.open_file(self._stream).read_all()
         except pa.ArrowInvalid:
@@ -70,7 +70,7 @@ def open_table(path: str, fmt: str = "parquet"):
     """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL."""
     if fmt == "arrow":
         return _ArrowFile(path)
-    return pq.ParquetFile(open_binary(path) if is_url(path) else path)
+    return pq.ParquetFile(open_binary(path) if is_url(path) else local_path(path))
 
 
 def read_schema(path: str, fmt: str = "parquet"):

@@ -13,8 +13,16 @@ the scanners read:
   a folder with both is refused (which one was meant?);
 * a glob (``data/**/*.jsonl.zst``, quoted so that the shell leaves it alone): the matching files,
   sorted; no match is an error;
+* a single ``.txt``, ``.html`` or ``.htm`` file: one document (id = the path), as in a folder of them;
 * ``-``: standard input, copied once to a temporary file (the job reads its input several times)
-  in the format ``input_format`` names (required: a stream has no extension);
+  in the format ``input_format`` names (required: a stream has no extension); ids and messages
+  name it ``-``;
+* a named pipe (FIFO), ``/dev/stdin``, a process substitution (``<(zcat x.gz)``) or any other
+  input that is not a regular file: copied once to a temporary file as it is read, so that the
+  job's later passes read the copy (a pipe can be read only once: reading it again would wait
+  forever for a writer that is gone). Its format comes from its name or ``input_format``; ids
+  and messages keep its name. The copy goes to the temporary directory (``TMPDIR``) and is
+  removed at exit; a disk that fills up is a clear error;
 * ``PROTOCOL://...`` (``s3://``, ``gs://``, ``https://``, ``hf://``, ``memory://``, ...): a file,
   a folder or a glob on an `fsspec <https://filesystem-spec.readthedocs.io>`_ filesystem, with the
   same rules as local paths. A protocol whose filesystem package is not installed raises
@@ -31,6 +39,7 @@ import contextlib
 import glob
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +52,7 @@ __all__ = [
     "expand_inputs",
     "file_size",
     "is_url",
+    "local_path",
     "open_binary",
     "shard_format",
 ]
@@ -213,25 +223,56 @@ def _format_of(name: str, fmt: str | None) -> str:
     path = name.split("?", 1)[0]
     kind = file_format(path)
     if kind is None:
+        if Path(path).suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES:
+            return "txtdir"  # one document, read as a folder of one
         raise _unknown(name)
     return kind
 
 
-_STDIN: dict[str, str] = {}
+_SPOOLED: dict[object, str] = {}
+"""The temporary copy of each stream read so far, by the stream's key ("-" for standard input,
+(device, inode) for a named pipe), so that every pass of a job reads the same copy."""
+
+_NAMES: dict[str, str] = {}
+"""Input name as given -> its temporary copy (what :func:`open_binary` and :func:`local_path` open)."""
+
+
+def _spool(name: str, key: object, fmt: str | None, reader) -> str:
+    """Copy a stream once to a temporary file (removed at exit) and map ``name`` to it."""
+    if key not in _SPOOLED:
+        suffix = f".{fmt}" if fmt else "".join(Path(name).suffixes[-2:])
+        fd, tmp = tempfile.mkstemp(prefix="neardup-stream-", suffix=suffix)
+        atexit.register(_remove, tmp)
+        try:
+            with os.fdopen(fd, "wb") as out, reader() as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except OSError as exc:
+            _remove(tmp)
+            where = os.path.dirname(tmp)
+            raise InputError(
+                name,
+                None,
+                f"cannot copy this stream to a temporary file in {where} ({exc.strerror or exc}); "
+                "a pipe is read once and copied, so its data must fit there (set TMPDIR to a larger disk)",
+                reason="unreadable file",
+            ) from exc
+        _SPOOLED[key] = tmp
+    _NAMES[name] = _SPOOLED[key]
+    return name
 
 
 def _stdin_file(fmt: str | None) -> str:
-    """Standard input copied once to a temporary file (removed at exit) in format ``fmt``."""
+    """Standard input, copied once to a temporary file (removed at exit) in format ``fmt``."""
     if fmt is None:
         need = "reading standard input needs --input-format (jsonl, csv, parquet or arrow)"
         raise InputError("-", None, need, reason="unknown format")
-    if fmt not in _STDIN:
-        fd, name = tempfile.mkstemp(prefix="neardup-stdin-", suffix=f".{fmt}")
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-        atexit.register(_remove, name)
-        _STDIN[fmt] = name
-    return _STDIN[fmt]
+    return _spool("-", "-", fmt, lambda: contextlib.nullcontext(sys.stdin.buffer))
+
+
+def _stream_file(name: str) -> str:
+    """A named pipe or other stream (not a regular file), copied once to a temporary file."""
+    st = os.stat(name)
+    return _spool(name, (st.st_dev, st.st_ino), None, lambda: open(name, "rb"))
 
 
 def _remove(name: str) -> None:
@@ -257,7 +298,7 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
     for p in paths:
         name = os.fspath(p)
         if name == "-":
-            sources.append((_stdin_file(input_format), input_format or "jsonl"))
+            sources.append((_stdin_file(input_format), input_format))
         elif name.startswith("file://"):
             sources += expand_inputs([name[len("file://") :]], input_format)
         elif is_url(name):
@@ -265,7 +306,10 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
         elif os.path.isdir(name):
             sources += _local_folder(name, input_format)
         elif os.path.exists(name):
-            sources.append((name, _format_of(name, input_format)))
+            fmt = _format_of(name, input_format)
+            if not stat.S_ISREG(os.stat(name).st_mode):
+                name = _stream_file(name)  # a pipe: read it once
+            sources.append((name, fmt))
         elif any(c in name for c in _GLOB_CHARS):
             found = sorted(f for f in glob.glob(name, recursive=True) if os.path.isfile(f))
             if not found:
@@ -278,8 +322,14 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
     return sources
 
 
+def local_path(name: str) -> str:
+    """The local file to open for input ``name``: its temporary copy for ``-`` and pipes, else itself."""
+    return _NAMES.get(name, name)
+
+
 def open_binary(name: str):
     """Open a local file or an fsspec URL for binary reading (no decompression)."""
+    name = local_path(name)
     if is_url(name):
         import fsspec
 
@@ -289,6 +339,7 @@ def open_binary(name: str):
 
 def file_size(name: str) -> int:
     """Size in bytes of a local file or a URL (0 when the filesystem does not say)."""
+    name = local_path(name)
     if is_url(name):
         fs, inner = _filesystem(name)
         with contextlib.suppress(OSError, TypeError, ValueError):

@@ -47,6 +47,9 @@ class ReadStats:
             id missing or repeated.
         details: ``None``, or a list that gets ``(path, line, reason, message)`` of every skipped
             record (``line`` is None for a whole file), for ``--skipped``.
+        file_errors: the message of each file skipped or read only in part (``on_error="skip"``),
+            such as ``"x.jsonl.gz: truncated compressed stream after 575 records (byte offset
+            ...)"``: a file-level problem is counted once, so its message says what was lost.
     """
 
     files: int = 0
@@ -57,6 +60,7 @@ class ReadStats:
     sources: list = field(default_factory=list)
     line_ids: int = 0
     details: list | None = None
+    file_errors: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,6 +100,8 @@ class Policy:
         self.stats.reasons[err.reason] += 1
         if self.stats.details is not None:
             self.stats.details.append((err.path, err.line, err.reason, err.message))
+        if err.line is None:
+            self.stats.file_errors.append(str(err))
 
 
 def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False, id_policy="field") -> Policy:

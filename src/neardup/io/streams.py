@@ -1,64 +1,91 @@
 """Binary input streams: files opened with decompression by extension, read in blocks of whole lines.
 
-gzip and zstd (multi-frame; a file cut inside a frame is reported as truncated, not read as
-shorter) are decompressed on the way. :func:`raw_blocks` cuts the stream after a newline about
-every :data:`BLOCK` bytes and drops a leading UTF-8 byte order mark; a read error ends the file,
-rejected by the policy (an error, or a skipped unreadable file).
+gzip (multi-member) and zstd (multi-frame) are decompressed on the way, by readers that hand over
+every byte they could decompress before reporting a stream that ends early (cut inside a member
+or frame: :class:`Truncated`) or is corrupt; the error comes on the next read. So a truncated
+file keeps every complete record before the cut. :func:`raw_blocks` cuts the stream after a
+newline about every :data:`BLOCK` bytes and drops a leading UTF-8 byte order mark; a read error
+ends the file: rejected by the policy (an error, or a skipped unreadable file), or, for scanners
+that count their records (``damage=True``), raised as :class:`StreamDamage` after the last
+complete line so that the scanner words it with the records it read (:func:`damaged`).
 """
 
 from __future__ import annotations
 
-import gzip
+import zlib
 from collections.abc import Iterator
 
 import zstandard
 
+from ..core.errors import InputError
 from .formats import compression
 from .paths import open_binary
 from .policy import Policy, unreadable, unreadable_errors
 
 BLOCK = 1 << 20  # bytes of (decompressed) input split into lines at a time
 WRITE_ROWS = 4096  # CSV records per chunk, and Parquet rows per batch when re-reading for write_kept
+_RAW = 1 << 16  # compressed bytes read at a time
 
 
 BOM = b"\xef\xbb\xbf"
 
 
-class _ZstdReader:
-    """``read(n)`` over a (multi-frame) zstd file that reports truncation.
+class Truncated(EOFError):
+    """A compressed stream that ends inside a gzip member or a zstd frame."""
 
-    ``zstandard``'s ``stream_reader`` returns end-of-file silently when a file is cut in the
-    middle of a frame; this reader raises ``EOFError`` instead.
-    """
 
-    def __init__(self, raw):
-        self._raw = raw
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False
-        self._eof = False
+class StreamDamage(Exception):
+    """A stream that could not be read to its end: ``offset`` bytes of (decompressed) data were
+    read before it; ``truncated`` when it ended early rather than being corrupt."""
+
+    def __init__(self, cause: BaseException, offset: int) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.offset = offset
+        self.truncated = isinstance(cause, EOFError)
+
+
+def damaged(path: str, exc: StreamDamage, records: int) -> InputError:
+    """The error of a file read only up to ``exc.offset``, after ``records`` records."""
+    if exc.truncated:
+        return InputError(
+            path,
+            None,
+            f"truncated compressed stream after {records:,} records (byte offset {exc.offset:,} of the "
+            "decompressed data); the file was cut short (an interrupted download or copy?)",
+            reason="truncated file",
+        )
+    cause = exc.cause
+    detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    return InputError(
+        path,
+        None,
+        f"cannot read the file (corrupt?) after {records:,} records (byte offset {exc.offset:,} of the "
+        f"decompressed data): {detail}",
+        reason="unreadable file",
+    )
+
+
+class _Deferred:
+    """A reader that returns the data it has before raising a read error (on the next read)."""
+
+    _error: BaseException | None = None
 
     def read(self, size: int) -> bytes:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
         out: list[bytes] = []
-        got = 0
-        while got < size and not self._eof:
-            data = self._raw.read(1 << 20)
-            if not data:
-                self._eof = True
-                if self._in_frame:
-                    raise EOFError("zstd stream ends in the middle of a frame")
-                break
-            while data:
-                piece = self._obj.decompress(data)
-                out.append(piece)
-                got += len(piece)
-                self._in_frame = True
-                if not self._obj.eof:
-                    break
-                data = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
-                self._in_frame = False
+        try:
+            self._fill(out, size)
+        except unreadable_errors() as exc:
+            if not out:
+                raise
+            self._error = exc
         return b"".join(out)
+
+    def _fill(self, out: list[bytes], size: int) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         self._raw.close()
@@ -70,13 +97,93 @@ class _ZstdReader:
         self.close()
 
 
+class _GzipReader(_Deferred):
+    """``read(n)`` over a (multi-member) gzip file; output is bounded by ``n`` per call (a small
+    file that decompresses to gigabytes is not held at once). Zero bytes between members are
+    skipped, as :mod:`gzip` does."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._d = zlib.decompressobj(31)
+        self._tail = b""  # compressed bytes read but not yet decompressed
+        self._in_member = False
+        self._members = 0
+        self._eof = False
+
+    def _fill(self, out: list[bytes], size: int) -> None:
+        got = 0
+        while got < size:
+            data, self._tail = self._tail, b""
+            if not data:
+                if self._eof:
+                    return
+                data = self._raw.read(_RAW)
+                if not data:
+                    self._eof = True
+                    if self._in_member:
+                        raise Truncated("gzip stream ends before the end of its last member")
+                    return
+            if not self._in_member:
+                if self._members:
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        continue
+                self._in_member = True
+            piece = self._d.decompress(data, size - got)
+            if piece:
+                out.append(piece)
+                got += len(piece)
+            if self._d.eof:
+                self._tail = self._d.unused_data
+                self._d = zlib.decompressobj(31)
+                self._in_member = False
+                self._members += 1
+            else:
+                self._tail = self._d.unconsumed_tail
+
+
+class _ZstdReader(_Deferred):
+    """``read(n)`` over a (multi-frame) zstd file that reports truncation.
+
+    ``zstandard``'s ``stream_reader`` returns end-of-file silently when a file is cut in the
+    middle of a frame; this reader raises :class:`Truncated` instead.
+    """
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._eof = False
+
+    def _fill(self, out: list[bytes], size: int) -> None:
+        got = 0
+        while got < size and not self._eof:
+            data = self._raw.read(_RAW)
+            if not data:
+                self._eof = True
+                if self._in_frame:
+                    raise Truncated("zstd stream ends in the middle of a frame")
+                return
+            while data:
+                piece = self._obj.decompress(data)
+                out.append(piece)
+                got += len(piece)
+                self._in_frame = True
+                if not self._obj.eof:
+                    break
+                data = self._obj.unused_data
+                self._obj = self._dctx.decompressobj()
+                self._in_frame = False
+
+
 def open_input(name: str, pol: Policy):
     """Open a file for binary reading, decompressing by extension; None if skipped."""
     pol.stats.files += 1
     comp = compression(name)
     try:
         if comp == "gz":
-            return gzip.open(open_binary(name), "rb")
+            return _GzipReader(open_binary(name))
         if comp == "zst":
             return _ZstdReader(open_binary(name))
         return open_binary(name)
@@ -85,22 +192,28 @@ def open_input(name: str, pol: Policy):
         return None
 
 
-def raw_blocks(stream, name: str, pol: Policy) -> Iterator[bytes]:
+def raw_blocks(stream, name: str, pol: Policy, damage: bool = False) -> Iterator[bytes]:
     """Yield a binary stream a few MiB at a time, cut after a ``\\n`` so that every block holds
     whole lines (only the last block may end without one).
 
-    A leading UTF-8 byte order mark is dropped. A read error ends the file (after ``reject``).
+    A leading UTF-8 byte order mark is dropped. A read error ends the file: after ``reject``,
+    or with ``damage`` by raising :class:`StreamDamage` once the complete lines before it are
+    yielded (the incomplete line at the cut is dropped).
     """
     pending: list[bytes] = []
     first = True
+    offset = 0
     while True:
         try:
             data = stream.read(BLOCK)
         except unreadable_errors() as exc:
+            if damage:
+                raise StreamDamage(exc, offset) from exc
             pol.reject(unreadable(name, exc))
             return
         if not data:
             break
+        offset += len(data)
         pol.stats.bytes_read += len(data)
         if first:
             first = False
@@ -122,9 +235,9 @@ def raw_blocks(stream, name: str, pol: Policy) -> Iterator[bytes]:
         yield b"".join(pending)
 
 
-def line_blocks(stream, name: str, pol: Policy) -> Iterator[list[bytes]]:
+def line_blocks(stream, name: str, pol: Policy, damage: bool = False) -> Iterator[list[bytes]]:
     """The lines of :func:`raw_blocks`, without their ``\\n``, a block at a time."""
-    for block in raw_blocks(stream, name, pol):
+    for block in raw_blocks(stream, name, pol, damage):
         lines = block.split(b"\n")
         if not lines[-1]:
             lines.pop()

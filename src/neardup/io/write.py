@@ -16,6 +16,7 @@ import base64
 import contextlib
 import csv
 import gzip
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ import numpy as np
 import orjson
 import zstandard
 
-from ..core.errors import InputError, OutputError
+from ..core.errors import InputChangedError, InputError, OutputError
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
@@ -87,13 +88,43 @@ def _open_output(tmp: Path, comp: str | None):
 
 
 def _json_default(value: Any) -> Any:
-    """JSON for values orjson does not know (from Parquet): decimals and bytes become strings."""
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return base64.b64encode(value).decode("ascii")
+    """JSON for values orjson does not know (from Parquet and Arrow), as text: bytes in base64,
+    timestamps (pandas ``Timestamp`` for nanoseconds too) in ISO 8601 with a ``T``, decimals as
+    their exact digits."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
     return str(value)
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with what JSON cannot hold mapped to text, at any depth: NaN and infinities as
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (protobuf's JSON mapping; orjson would write
+    ``null``, which would make them indistinguishable from a missing value), bytes as base64."""
+    t = type(value)
+    if t is float:
+        if value != value:
+            return "NaN"
+        if value in (math.inf, -math.inf):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if t is bytes:
+        return base64.b64encode(value).decode("ascii")
+    if t is list or t is tuple:
+        return [_json_ready(v) for v in value]
+    if t is dict:
+        return {k: _json_ready(v) for k, v in value.items()}
+    return value
+
+
+def _needs_mapping(typ: pa.DataType) -> bool:
+    """True for Arrow types whose values may need :func:`_json_ready` (floats, binary, nested)."""
+    if pa.types.is_floating(typ) or pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+        return True
+    if pa.types.is_fixed_size_binary(typ):
+        return True
+    return any(_needs_mapping(typ.field(i).type) for i in range(typ.num_fields))
 
 
 def _dumps(value: Any) -> bytes:
@@ -101,10 +132,34 @@ def _dumps(value: Any) -> bytes:
 
 
 def _cell_text(value: Any) -> str | None:
-    """A value as CSV cell text: strings as they are, null as empty, anything else as JSON."""
+    """A value as CSV cell text: strings as they are, null as empty, anything else as its JSON
+    text (:func:`_json_ready`), without the quotes of a JSON string: ``1.5``, ``true``,
+    ``[1,"NaN"]``, ``NaN``, ``2024-01-02T03:04:05``, ``1.50`` (a decimal), base64 of binary."""
     if value is None or type(value) is str:
         return value
-    return _dumps(value).decode("utf-8")
+    text = _dumps(_json_ready(value))
+    if text[:1] == b'"':
+        return orjson.loads(text)
+    return text.decode("utf-8")
+
+
+def _text_records(fmt: str, chunk: Chunk, sel: list[int], text_field: str) -> list[dict]:
+    """The selected records of a chunk for JSON Lines and CSV outputs, with the values of Parquet
+    and Arrow inputs that JSON cannot hold mapped by :func:`_json_ready` (one rule per column
+    type, never per value): the text field, read as UTF-8 text, stays text when its column is
+    binary; every other binary column is base64."""
+    records = _chunk_records(fmt, chunk, sel)
+    if fmt not in ("parquet", "arrow"):
+        return records  # JSON, CSV and text files hold no NaN or bytes
+    mapped = [f.name for f in chunk.payload[0].schema if _needs_mapping(f.type)]
+    for r in records:
+        for name in mapped:
+            value = r[name]
+            if name == text_field and type(value) is bytes:
+                r[name] = value.decode("utf-8")
+            else:
+                r[name] = _json_ready(value)
+    return records
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,7 +337,7 @@ def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
 def _kept(keep: np.ndarray, start: int, n: int) -> list[int]:
     """Positions in a chunk of ``n`` documents numbered from ``start`` that ``keep`` marks."""
     if start + n > len(keep):
-        raise ValueError(
+        raise InputChangedError(
             f"keep has {len(keep)} entries but the inputs hold more documents; were the inputs, "
             "text_field, id_field or on_error changed since the first pass?"
         )
@@ -315,8 +370,9 @@ def _plan_columns(sources, keep: np.ndarray, pol: Policy, infer_types: bool) -> 
 class JsonlSink:
     """JSON Lines out; JSONL input lines are copied byte for byte."""
 
-    def __init__(self, tmp: Path, comp: str | None):
+    def __init__(self, tmp: Path, comp: str | None, text_field: str = "text"):
         self._out = _open_output(tmp, comp)
+        self._text_field = text_field
 
     def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
         if fmt == "jsonl":
@@ -325,7 +381,7 @@ class JsonlSink:
             self._out.write(b"\n".join(lines) + b"\n")
         else:
             dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
-            recs = _chunk_records(fmt, chunk, sel)
+            recs = _text_records(fmt, chunk, sel, self._text_field)
             self._out.write(b"".join(dumps(r, default=_json_default, option=opt) for r in recs))
 
     def write_bytes(self, data) -> None:
@@ -339,8 +395,9 @@ class JsonlSink:
 class _CsvSink:
     """CSV out with the planned header; missing fields are empty, non-strings JSON text."""
 
-    def __init__(self, tmp: Path, comp: str | None, fields: list[str]):
+    def __init__(self, tmp: Path, comp: str | None, fields: list[str], text_field: str = "text"):
         self._out = _open_output(tmp, comp)
+        self._text_field = text_field
         self._text = _TextOut(self._out)
         self._writer = csv.writer(self._text, lineterminator="\n")
         self._fields = fields
@@ -353,7 +410,8 @@ class _CsvSink:
             self._writer.writerows(rows[i] for i in sel)
         else:
             fields = self._fields
-            self._writer.writerows([_cell_text(r.get(f)) for f in fields] for r in _chunk_records(fmt, chunk, sel))
+            records = _text_records(fmt, chunk, sel, self._text_field)
+            self._writer.writerows([_cell_text(r.get(f)) for f in fields] for r in records)
         self._text.flush()
 
     def close(self) -> None:
@@ -438,11 +496,11 @@ def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray
     added = added or {}
     comp = compression(out_path)
     if out_fmt == "jsonl":
-        return JsonlSink(tmp, comp)
+        return JsonlSink(tmp, comp, pol.text_field)
     plan_pol = Policy(pol.text_field, pol.id_field, pol.on_error, ReadStats())
     if out_fmt == "csv":
         fields = list(_plan_columns(sources, keep, plan_pol, False).types)
-        return _CsvSink(tmp, comp, fields + [n for n in added if n not in fields])
+        return _CsvSink(tmp, comp, fields + [n for n in added if n not in fields], pol.text_field)
     schemas = []
     if all(fmt in ("parquet", "arrow") for _, fmt in sources):
         with contextlib.suppress(*unreadable_errors()):
@@ -490,6 +548,11 @@ def write_kept(
       first-seen order (one extra pass over the inputs finds them); a missing field is empty/null.
       In CSV, values that are not strings are written as JSON text (``3``, ``true``, ``[1,2]``);
       in Parquet, a field whose types disagree between records becomes such a JSON-text column.
+    * Parquet/Arrow values in JSON Lines and CSV, one rule per column type: NaN and infinities
+      as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (null stays null), binary as base64 (the text
+      field of a binary column as its UTF-8 text), timestamps in ISO 8601 (``T``, every
+      precision, the offset when zoned), decimals as their exact digits in a string; a CSV cell
+      holds that text without JSON quotes (``NaN``, ``1.50``, ``2024-01-02T03:04:05``).
 
     ``annotate`` (name -> array with one value per document, such as ``{"cluster": ...,
     "kept": ...}``) adds those columns to every written record, after its own fields (JSONL lines
@@ -536,7 +599,7 @@ def write_kept(
         finally:
             sink.close()
         if start != len(keep):
-            raise ValueError(
+            raise InputChangedError(
                 f"keep has {len(keep)} entries but the inputs hold {start} documents; were the "
                 "inputs, text_field, id_field or on_error changed since the first pass?"
             )
