@@ -20,8 +20,10 @@ from ..index.durable import DurableIndex
 from ..io import output_format
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS
+from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, chosen_engine
+from .groups import option
 from .options import (
     MethodCommand,
     add_method_options,
@@ -52,18 +54,20 @@ def _check_output_path(ctx, param, value):
 
 @click.command("dedup", cls=MethodCommand, context_settings=SETTINGS)
 @click.argument("inputs", nargs=-1, required=True, type=str)
-@click.option(
+@option(
     "-o",
     "--output",
     "output",
+    group="Output",
     required=True,
     callback=_check_output_path,
     help="Where to write the kept records, with all their fields; the format follows the "
     "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output; a folder "
     "ending in '/' gets one JSON Lines part per input file (OUT/part-00000.jsonl, ...), in reading order.",
 )
-@click.option(
+@option(
     "--input-format",
+    group="Input",
     type=click.Choice(list(INPUT_FORMATS)),
     default=None,
     help="Read every input as this format, whatever its extension (needed for '-', standard input).",
@@ -75,75 +79,88 @@ def _check_output_path(ctx, param, value):
     show_default=True,
     help="Which document of each cluster is kept.",
 )
-@click.option(
+@option(
     "--clusters",
     "clusters_path",
+    group="Output",
     default=None,
     callback=_check_output_path,
     help="Also write one row per document: id, cluster (id of its kept document), similarity.",
 )
-@click.option(
+@option(
     "--pairs",
     "pairs_path",
+    group="Output",
     default=None,
     callback=_check_output_path,
     help="Also write every verified pair: id_a, id_b, similarity.",
 )
-@click.option(
+@option(
     "--removed",
     "removed_path",
+    group="Output",
     default=None,
     callback=_check_output_path,
     help="Also write the removed records, with all their fields, like -o (format by extension).",
 )
-@click.option(
+@option(
     "--annotate",
+    group="Output",
     is_flag=True,
     help="Write every record to -o (none removed) with added columns: cluster (id of its cluster's kept "
     "document), cluster_size, similarity (to the kept document) and kept (true/false).",
 )
-@click.option(
+@option(
     "--annotate-prefix",
+    group="Output",
     default="",
     show_default=True,
     help="With --annotate: put this before the added column names (e.g. 'dedup_' gives dedup_cluster, ...).",
 )
-@click.option(
+@option(
     "--stats",
     "stats_path",
+    group="Output",
     default=None,
     callback=_check_stats_path,
     help="Also write the summary as JSON: counts, skips by reason, seconds per stage, settings, version.",
 )
-@click.option(
+@option(
     "--skipped",
     "skipped_path",
+    group="Output",
     default=None,
     callback=_check_output_path,
     help="With --on-error skip: write file, line, reason and message of every skipped record "
     "(.jsonl, .csv or .parquet).",
 )
 @add_method_options
-@click.option("--text-field", default="text", show_default=True, help="Field holding the text.")
-@click.option(
-    "--id-field", default=None, help="Field holding the document id [default: 'id' when present, else FILE:LINE]."
+@option("--text-field", group="Input", default="text", show_default=True, help="Field holding the text.")
+@option(
+    "--id-field",
+    group="Input",
+    default=None,
+    help="Field holding the document id [default: 'id' when present, else FILE:LINE].",
 )
-@click.option(
+@option(
     "--id-policy",
+    group="Input",
     type=click.Choice(["field", "line"]),
     default="field",
     show_default=True,
     help="With --id-field: 'field' uses its values (a missing one is a bad record); 'line' gives "
     "FILE:LINE to a record whose id is missing or repeats an earlier record's.",
 )
-@click.option(
+@option(
     "--html",
+    group="Input",
     is_flag=True,
     help="The text field holds HTML: remove markup before comparing (.html/.htm files in a directory always are).",
 )
-@click.option("--main-content", is_flag=True, help="With HTML, keep only each page's main content block.")
-@click.option(
+@option("--main-content", group="Input", is_flag=True, help="With HTML, keep only each page's main content block.")
+@option(
     "--on-error",
+    group="Input",
     type=click.Choice(["fail", "skip"]),
     default="fail",
     show_default=True,
@@ -157,29 +174,34 @@ def _check_output_path(ctx, param, value):
     "results do not depend on it.",
 )
 @click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
-@click.option(
+@option(
     "--against",
     "against_path",
+    group="Index",
     default=None,
     help="Also remove documents that are near-duplicates of anything in this index (`neardup index create`); "
     "the index's method settings are used.",
 )
-@click.option(
+@option(
     "--update",
+    group="Index",
     is_flag=True,
     help="With --against: add the kept documents to the index (after the outputs are written).",
 )
-@click.option(
+@option(
     "--allow-empty",
+    group="Output",
     is_flag=True,
     help="Succeed when the inputs hold no documents (by default that is an error: a wrong path or format?).",
 )
-@click.option(
+@option(
     "--no-space-check",
+    group="Output",
     is_flag=True,
     help="Do not refuse to start when the free space looks too small for the outputs.",
 )
 @add_engine_options
+@config_option
 @click.option(
     "-q", "--quiet", is_flag=True, help="No progress bars and no summary (errors, and a warning on skips, remain)."
 )

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import click
 
 from ..core.errors import NeardupError
+from .groups import option
 
 __all__ = ["add_engine_options", "chosen_engine"]
 
@@ -22,30 +23,33 @@ __all__ = ["add_engine_options", "chosen_engine"]
 def add_engine_options(command: Callable) -> Callable:
     """Decorate a click command with the engine options."""
     options = [
-        click.option(
+        option(
             "--engine",
+            group="Engine",
             type=click.Choice(["local", "dask"]),
             default="local",
             show_default=True,
             help="Where the job runs: this machine's threads, or a dask.distributed cluster (pip install "
             "'neardup[dask]'); the answer is the same.",
         ),
-        click.option(
+        option(
             "--scheduler",
+            group="Engine",
             default=None,
             metavar="ADDRESS",
             help="With --engine dask: the scheduler to use (tcp://host:8786) [default: a LocalCluster of "
             "--workers processes].",
         ),
-        click.option(
+        option(
             "--partitions",
+            group="Engine",
             type=click.IntRange(min=1),
             default=None,
             help="With --engine dask: shuffle buckets of the candidate stage [default: 4 per worker thread].",
         ),
     ]
-    for option in reversed(options):
-        command = option(command)
+    for decorate in reversed(options):
+        command = decorate(command)
     return command
 
 

@@ -34,6 +34,7 @@ from ..core.validation import (
 from ..methods.base import MethodConfig, Param
 from ..methods.registry import get_method, method_names
 from ..text.shingles import Shingling
+from .groups import GroupedCommand
 
 __all__ = [
     "MethodCommand",
@@ -192,6 +193,7 @@ def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) in (
         click.core.ParameterSource.COMMANDLINE,
         click.core.ParameterSource.ENVIRONMENT,
+        click.core.ParameterSource.DEFAULT_MAP,  # --config FILE.toml
     )
 
 
@@ -236,16 +238,23 @@ def build_config(ctx: click.Context, method: str, params: dict[str, Any]) -> Met
         raise click.UsageError(str(exc)) from None
 
 
-class MethodCommand(click.Command):
-    """A click command whose ``--help`` lists the common options first, then one section per
-    method with that method's options and help (an option shared by methods appears in each)."""
+class MethodCommand(GroupedCommand):
+    """A click command whose ``--help`` lists the common options first, then the grouped ones
+    (:class:`~neardup.cli.groups.GroupedCommand`), then one section per method with that method's
+    options and help (an option shared by methods appears in each). ``--method`` leads the
+    common options."""
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def option_groups(self, ctx: click.Context, skip=()) -> list[tuple[str, list[click.Option]]]:
+        groups = super().option_groups(ctx, skip)
+        return [
+            (title, sorted(opts, key=lambda p: p.name != "method") if title == "Options" else opts)
+            for title, opts in groups
+        ]
+
+    def extra_sections(self, ctx: click.Context) -> tuple[set[str], list[tuple[str, list[tuple[str, str]]]]]:
         by_name = {opt.name: opt for opt in method_options()}
         params = {p.name: p for p in self.get_params(ctx) if isinstance(p, click.Option)}
-        common = [p.get_help_record(ctx) for name, p in params.items() if name not in by_name]
-        with formatter.section("Options"):
-            formatter.write_dl([r for r in common if r is not None])
+        sections = []
         for method in method_names():
             rows = []
             cls = get_method(method)
@@ -258,6 +267,5 @@ class MethodCommand(click.Command):
                     record = params[name].get_help_record(ctx)
                     text = by_name[name].helps[method]
                     rows.append((record[0], text[:1].upper() + text[1:] + "."))
-            if rows:
-                with formatter.section(f"--method {method} ({get_method(method).summary})"):
-                    formatter.write_dl(rows)
+            sections.append((f"--method {method} ({get_method(method).summary})", rows))
+        return set(by_name), sections

@@ -393,30 +393,95 @@ class JsonlSink:
 
 
 class _CsvSink:
-    """CSV out with the planned header; missing fields are empty, non-strings JSON text."""
+    """CSV out through pyarrow's CSV writer, under the planned header (written once, by :mod:`csv`).
+
+    Each chunk becomes an Arrow table of the header's columns and is written by
+    :func:`pyarrow.csv.write_csv` (strings quoted, numbers, timestamps and decimals as Arrow
+    formats them, unquoted; null empty): Parquet and Arrow columns keep their type, a missing
+    field is null, nested and binary values are JSON text. Records of JSON Lines and CSV inputs
+    give string columns (values that are not strings as JSON text). Python's :mod:`csv` writer,
+    value by value, was 25x slower than this on 120 MB.
+    """
 
     def __init__(self, tmp: Path, comp: str | None, fields: list[str], text_field: str = "text"):
         self._out = _open_output(tmp, comp)
         self._text_field = text_field
-        self._text = _TextOut(self._out)
-        self._writer = csv.writer(self._text, lineterminator="\n")
         self._fields = fields
+        self._options = pacsv.WriteOptions(include_header=False, batch_size=WRITE_ROWS)
         if fields:  # no header at all when there is nothing to write
-            self._writer.writerow(fields)
+            text = _TextOut(self._out)
+            csv.writer(text, lineterminator="\n").writerow(fields)
+            text.flush()
 
     def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
-        if fmt == "csv" and chunk.payload[0] == self._fields:
-            rows = chunk.payload[1]
-            self._writer.writerows(rows[i] for i in sel)
+        if fmt in ("parquet", "arrow"):
+            batch, valid = chunk.payload
+            take = sel if valid is None else [valid[i] for i in sel]
+            columns = self._arrow_columns(batch.take(pa.array(take, type=pa.int64())))
+        elif fmt == "csv":
+            header, rows = chunk.payload
+            picked = [rows[i] for i in sel]
+            where = {name: j for j, name in enumerate(header)}  # the last of equal names, as in a dict
+            columns = [
+                pa.array([r[where[f]] for r in picked], pa.string())
+                if f in where
+                else pa.nulls(len(picked), pa.string())
+                for f in self._fields
+            ]
         else:
-            fields = self._fields
             records = _text_records(fmt, chunk, sel, self._text_field)
-            self._writer.writerows([_cell_text(r.get(f)) for f in fields] for r in records)
-        self._text.flush()
+            columns = [_text_column([r.get(f) for r in records]) for f in self._fields]
+        table = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
+        pacsv.write_csv(table, self._out, self._options)
+
+    def _arrow_columns(self, batch: pa.RecordBatch) -> list[pa.Array]:
+        names = batch.schema.names
+        out = []
+        for f in self._fields:
+            if f not in names:
+                out.append(pa.nulls(batch.num_rows, pa.string()))
+                continue
+            col = batch.column(names.index(f))
+            t = col.type
+            if pa.types.is_float32(t):  # the exact double it stands for, as in write_table
+                col = pc.cast(col, pa.float64())
+            elif pa.types.is_dictionary(t):
+                col = pc.cast(col, t.value_type)
+            if _needs_mapping(col.type) or pa.types.is_temporal(col.type):
+                # one rule per column type, the JSON Lines one (NaN, base64, ISO 8601): see write_kept
+                values = col.to_pylist()
+                if f == self._text_field and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+                    values = [v if v is None else v.decode("utf-8") for v in values]
+                col = pa.array([_cell_text(v) for v in values], pa.string())
+            elif not _csv_native(col.type):
+                col = _text_column(col.to_pylist())
+            out.append(col)
+        return out
 
     def close(self) -> None:
-        self._text.flush()
         self._out.close()
+
+
+def _csv_native(typ: pa.DataType) -> bool:
+    """Whether pyarrow's CSV writer writes values of ``typ`` as the CSV cells we want."""
+    return (
+        pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_integer(typ)
+        or pa.types.is_floating(typ)
+        or pa.types.is_boolean(typ)
+        or pa.types.is_decimal(typ)
+        or (pa.types.is_temporal(typ) and not pa.types.is_duration(typ))
+        or pa.types.is_null(typ)
+    )
+
+
+def _text_column(values: list) -> pa.Array:
+    """A string column of Python values: strings as they are, null as null, anything else as JSON text."""
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return pa.array([_cell_text(v) for v in values], pa.string())
 
 
 class _TextOut:
