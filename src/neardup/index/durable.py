@@ -1,7 +1,8 @@
-"""A durable index of texts that grows: SQLite holds the truth, the lookup lives in memory.
+"""A durable index of texts that grows: SQLite (or Redis) holds the truth, the lookup lives in memory.
 
 :class:`DurableIndex` (``neardup.Index``) keeps every document's id and sketch (and optionally
-its text) in one SQLite file (:mod:`neardup.index.store`) and answers queries with the in-memory
+its text) in one SQLite file (:mod:`neardup.index.store`), or in Redis when the path is
+``redis://HOST:PORT/DB/NAME`` (:mod:`neardup.index.redis_store`), and answers queries with the in-memory
 index of its method (:class:`~neardup.index.lsh.LSHIndex` for MinHash,
 :class:`~neardup.index.hamming.HammingIndex` for SimHash, :class:`~neardup.index.exact.ExactIndex`
 for exact keys), built from the file when it is opened and kept up to date by every change. A
@@ -11,9 +12,13 @@ document; similarities are the method's own (estimated Jaccard, ``1 - d / bits``
 The index is made with a method config and refuses to be opened with another one
 (``IncompatibleSketchError`` naming both). Texts are sketched by ``config.sketch_texts``.
 
-Concurrency: one writer process at a time (mode ``"a"`` takes a lock; a second writer gets
-:class:`~neardup.index.store.IndexLockedError`), any number of readers (mode ``"r"``), which
-see the writer's committed changes after :meth:`refresh`. Within a process, every method is
+Concurrency: a SQLite file has one writer process at a time (mode ``"a"`` takes a lock; a second
+writer gets :class:`~neardup.index.store.IndexLockedError`) and any number of readers (mode
+``"r"``), which see the writer's committed changes after :meth:`refresh`. An index in Redis has
+any number of writers and readers, in any processes on any machines; each catches up with the
+others' changes before it answers (one round trip to read three counters when nothing changed),
+and ``add_if_unique`` stays atomic across them (the store refuses the add when another writer
+added something since the check; the check then runs again). Within a process, every method is
 thread-safe (one lock; queries of many threads are serialized).
 
 >>> import tempfile, os
@@ -35,6 +40,7 @@ import datetime
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +52,52 @@ from ..core.validation import ParameterError, ParameterTypeError
 from ..methods.base import MethodConfig
 from ..methods.registry import config_from_dict, config_to_dict
 from . import index_for
-from .store import IndexCorruptError, IndexLockedError, IndexWriteError, SQLiteStore
+from .store import (
+    IndexCorruptError,
+    IndexLockedError,
+    IndexUnavailableError,
+    IndexWriteError,
+    SQLiteStore,
+    WriteConflict,
+)
 
-__all__ = ["DurableIndex", "Index", "IndexCorruptError", "IndexLockedError", "IndexWriteError", "UniqueResult"]
+__all__ = [
+    "DurableIndex",
+    "Index",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexUnavailableError",
+    "IndexWriteError",
+    "UniqueResult",
+]
+
+CHECK_AND_ADD_TIMEOUT_S = 30.0
+"""How long ``add_if_unique`` on a shared store retries while other writers keep adding."""
+
+
+def _is_redis(path: str) -> bool:
+    return path.lower().startswith(("redis://", "rediss://"))
+
+
+def create_store(path: str | os.PathLike, meta: dict[str, str]) -> Any:
+    """A new store at ``path``: an index file, or an index in Redis for ``redis://...``."""
+    path = os.fspath(path)
+    if _is_redis(path):
+        from .redis_store import RedisStore
+
+        return RedisStore.create(path, meta)
+    return SQLiteStore.create(path, meta)
+
+
+def open_store(path: str | os.PathLike, mode: str) -> Any:
+    """The store at ``path`` (an index file, or an index in Redis for ``redis://...``)."""
+    path = os.fspath(path)
+    if _is_redis(path):
+        from .redis_store import RedisStore
+
+        return RedisStore.open(path, mode)
+    return SQLiteStore.open(path, mode)
+
 
 Matches = list[tuple[str, float]]
 
@@ -65,8 +114,9 @@ class UniqueResult:
 class DurableIndex:
     """An index of texts on disk; see the module docs. Open it with :meth:`create` or :meth:`open`."""
 
-    def __init__(self, store: SQLiteStore, config: MethodConfig, *, workers: int = 1) -> None:
+    def __init__(self, store: Any, config: MethodConfig, *, workers: int = 1) -> None:
         self._store = store
+        self._shared = bool(getattr(store, "shared", False))
         self._config = config
         self._workers = workers
         self._lock = threading.RLock()
@@ -102,7 +152,7 @@ class DurableIndex:
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "store_text": "1" if store_text else "0",
         }
-        return cls(SQLiteStore.create(os.fspath(path), meta), config, workers=workers)
+        return cls(create_store(path, meta), config, workers=workers)
 
     @classmethod
     def open(
@@ -114,8 +164,9 @@ class DurableIndex:
         workers: int = 1,
     ) -> DurableIndex:
         """Open the index at ``path``: ``mode="r"`` to read, ``"a"`` to read and write (one writer
-        at a time). ``config``, when given, must equal the index's (else ``IncompatibleSketchError``)."""
-        store = SQLiteStore.open(os.fspath(path), mode)
+        at a time for a file; any number for Redis). ``config``, when given, must equal the index's
+        (else ``IncompatibleSketchError``)."""
+        store = open_store(path, mode)
         try:
             meta = store.meta()
             try:
@@ -165,14 +216,18 @@ class DurableIndex:
         return self._memory.threshold
 
     def __len__(self) -> int:
-        return len(self._ids)
+        with self._lock:
+            self._sync()
+            return len(self._ids)
 
     def __contains__(self, doc_id: object) -> bool:
         with self._lock:
+            self._sync()
             return doc_id in self._seq_of
 
     def __iter__(self) -> Iterator[str]:
         with self._lock:
+            self._sync()
             return iter([self._ids[s] for s in self._memory])
 
     def __repr__(self) -> str:
@@ -181,7 +236,7 @@ class DurableIndex:
     # ------------------------------------------------------------------ changes
 
     def add(self, ids: Sequence[str], texts: Sequence[str], *, replace: bool = False) -> None:
-        """Store documents (one transaction: when this returns they are on disk). An id already
+        """Store documents (one transaction: when this returns they are stored). An id already
         stored is a ``KeyError`` (nothing stored) unless ``replace``."""
         ids, texts = _check_docs(ids, texts)
         sketched = self._config.sketch_texts(texts)
@@ -194,59 +249,106 @@ class DurableIndex:
         """Add, in order, each document that has no near-duplicate in the index nor among the
         documents added before it by this call; atomic (one lock and one transaction), so two
         concurrent calls never both add near-identical texts. Returns the added ids and, for each
-        other document, its matches (best first, at most ``limit``)."""
+        other document, its matches (best first, at most ``limit``).
+
+        On a shared store (Redis) the add is conditional on no document having been added by
+        anyone since the check; when one was, the index catches up and checks again (for at most
+        :data:`CHECK_AND_ADD_TIMEOUT_S` seconds of other writers adding, then ``IndexLockedError``)."""
         ids, texts = _check_docs(ids, texts)
         sketched = self._config.sketch_texts(texts)
         values, empty = sketched.values, np.asarray(sketched.empty, dtype=np.bool_)
+        deadline = time.monotonic() + CHECK_AND_ADD_TIMEOUT_S
         with self._lock:
-            present = [i for i in ids if i in self._seq_of]
-            if present:
-                raise KeyError(f"id {present[0]!r} is in the index already")
-            accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
-            added: list[str] = []
-            duplicates: list[tuple[str, Matches]] = []
-            try:
-                for i in range(len(ids)):
-                    row = values[i : i + 1]
-                    matches = [] if empty[i] else self._query_rows(row, min_similarity, limit, added)[0]
-                    if matches:
-                        duplicates.append((ids[i], matches))
-                        continue
-                    accepted.append(i)
-                    added.append(ids[i])
-                    self._memory.add([-len(accepted)], row, empty=empty[i : i + 1])
-            finally:
-                if accepted:
-                    self._memory.remove([-(k + 1) for k in range(len(accepted))])
-            sel = np.asarray(accepted, dtype=np.int64)
-            self._commit(added, [texts[i] for i in accepted], values[sel], empty[sel])
-            return UniqueResult(added, duplicates)
+            while True:
+                self._sync()
+                expect = self._version[1] if self._shared else None
+                accepted, duplicates = self._unique_rows(ids, values, empty, min_similarity, limit)
+                added = [ids[i] for i in accepted]
+                sel = np.asarray(accepted, dtype=np.int64)
+                try:
+                    self._commit(added, [texts[i] for i in accepted], values[sel], empty[sel], expect_seq=expect)
+                except WriteConflict:
+                    if time.monotonic() > deadline:
+                        raise IndexLockedError(
+                            f"{self.path}: other writers kept adding documents for {CHECK_AND_ADD_TIMEOUT_S:g} s; "
+                            "the check-and-add did not get in (nothing was added; try again)"
+                        ) from None
+                    continue
+                return UniqueResult(added, duplicates)
+
+    def _unique_rows(
+        self, ids: list[str], values: np.ndarray, empty: np.ndarray, min_similarity: float | None, limit: int | None
+    ) -> tuple[list[int], list[tuple[str, Matches]]]:
+        """The positions of the documents without a near-duplicate in the index nor among the
+        accepted ones before them, and the matches of the others."""
+        present = [i for i in ids if i in self._seq_of]
+        if present:
+            raise KeyError(f"id {present[0]!r} is in the index already")
+        accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
+        added: list[str] = []
+        duplicates: list[tuple[str, Matches]] = []
+        try:
+            for i in range(len(ids)):
+                row = values[i : i + 1]
+                matches = [] if empty[i] else self._query_rows(row, min_similarity, limit, added)[0]
+                if matches:
+                    duplicates.append((ids[i], matches))
+                    continue
+                accepted.append(i)
+                added.append(ids[i])
+                self._memory.add([-len(accepted)], row, empty=empty[i : i + 1])
+        finally:
+            if accepted:
+                self._memory.remove([-(k + 1) for k in range(len(accepted))])
+        return accepted, duplicates
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove documents (one transaction; an unknown id is a ``KeyError`` and nothing is removed)."""
         ids = list(ids)
         with self._lock:
-            self._forget(self._store.delete(ids))
+            removed = self._store.delete(ids)
+            if self._shared:  # others may have written meanwhile: catch up (which applies these too)
+                self._catch_up(self._store.version())
+                return
+            self._forget(removed)
             self._tomb = self._store.last_tombstone()  # this writer's own tombstones are applied
 
     def compact(self) -> None:
         """Drop tombstones and free pages (readers reload on their next :meth:`refresh`)."""
         with self._lock:
             self._store.compact()
-            self._epoch = self._store.epoch()
-            self._tomb = 0
-
-    def refresh(self) -> None:
-        """Catch up with changes committed by a writer since this index was opened or refreshed."""
-        with self._lock:
-            if self._store.epoch() != self._epoch:
+            if self._shared:  # tombstones of others' removals went with the compaction: reload
                 self._load()
                 return
-            self._load_rows_after(self._last)
-            removed = self._store.tombstones_after(self._tomb)
-            self._forget([doc for _, doc in removed if doc in self._ids])
-            if removed:
-                self._tomb = removed[-1][0]
+            self._epoch = self._store.epoch()
+            self._tomb = 0
+            self._version = self._store.version()
+
+    def refresh(self) -> None:
+        """Catch up with changes committed by a writer since this index was opened or refreshed
+        (an index in Redis does this by itself before every answer)."""
+        with self._lock:
+            self._catch_up(self._store.version())
+
+    def _sync(self) -> None:
+        """On a shared store: catch up when anything changed (one round trip when nothing did)."""
+        if self._shared:
+            version = self._store.version()
+            if version != self._version:
+                self._catch_up(version)
+
+    def _catch_up(self, version: tuple[int, int, int]) -> None:
+        """Load what changed since the last catch-up; ``version`` was read before (so nothing
+        written before it is missed)."""
+        if version[0] != self._epoch:
+            self._load()
+            return
+        self._load_rows_after(self._last)
+        removed = self._store.tombstones_after(self._tomb)
+        self._forget([doc for _, doc in removed if doc in self._ids])
+        if removed:
+            self._tomb = removed[-1][0]
+        self._version = version
 
     # ------------------------------------------------------------------ queries
 
@@ -261,6 +363,7 @@ class DurableIndex:
         _, texts = _check_docs(None, texts)
         sketched = self._config.sketch_texts(texts)
         with self._lock:
+            self._sync()
             return self._query_rows(sketched.values, min_similarity, limit, (), empty=sketched.empty)
 
     def get(self, doc_id: str) -> dict[str, Any] | None:
@@ -274,9 +377,11 @@ class DurableIndex:
     def stats(self) -> dict[str, Any]:
         """Size, settings and file facts (what ``neardup index stats`` prints)."""
         with self._lock:
+            self._sync()
             meta = self._store.meta()
             return {
                 "path": self.path,
+                "store": self._store.kind,
                 "documents": len(self._ids),
                 "method": self._config.name,
                 "config": json.loads(meta["config"]),
@@ -297,10 +402,11 @@ class DurableIndex:
 
     @staticmethod
     def check_file(path: str | os.PathLike) -> list[str]:
-        """What is wrong with the index file at ``path``, without loading it (so a damaged index
-        can be checked): SQLite integrity, metadata, every sketch's size and checksum."""
+        """What is wrong with the index at ``path``, without loading it (so a damaged index
+        can be checked): SQLite integrity (or Redis's keys agreeing), metadata, every sketch's
+        size and checksum."""
         try:
-            store = SQLiteStore.open(os.fspath(path), "r")
+            store = open_store(path, "r")
         except (OSError, NeardupError) as exc:
             return [str(exc)]
         try:
@@ -318,8 +424,8 @@ class DurableIndex:
         self._memory = index_for(self._config, workers=self._workers)
         self._ids: dict[int, str] = {}
         self._seq_of: dict[str, int] = {}
-        self._epoch = self._store.epoch()
-        self._tomb = self._store.last_tombstone()
+        self._version = self._store.version()  # read first: rows written after it are loaded too
+        self._epoch, _, self._tomb = self._version
         self._last = 0
         self._load_rows_after(0)
 
@@ -337,7 +443,14 @@ class DurableIndex:
             self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
 
     def _commit(
-        self, ids: list[str], texts: list[str], values: np.ndarray, empty: Any, *, replace: bool = False
+        self,
+        ids: list[str],
+        texts: list[str],
+        values: np.ndarray,
+        empty: Any,
+        *,
+        replace: bool = False,
+        expect_seq: int | None = None,
     ) -> None:
         if not ids:
             return
@@ -345,7 +458,16 @@ class DurableIndex:
         empty = np.asarray(empty, dtype=np.bool_)
         blobs = [values[i].tobytes() for i in range(len(ids))]
         old = [self._seq_of[i] for i in ids if i in self._seq_of] if replace else []
-        seqs = self._store.insert(ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace)
+        seqs = self._store.insert(
+            ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace, expect_seq=expect_seq
+        )
+        if self._shared:
+            # others may have written since the last catch-up: keep the rows directly only when
+            # nothing came between; the catch-up reads the rest (and the tombstones of a replace)
+            if seqs[0] == max(self._last, self._version[1]) + 1:
+                self._remember(seqs, ids, values, empty)
+            self._catch_up(self._store.version())
+            return
         if old:
             self._forget(old)
             self._tomb = self._store.last_tombstone()
