@@ -520,3 +520,56 @@ def test_serve_refuses_workers_on_a_sqlite_index(tmp_path):
     neardup.Index.create(path, ExactConfig()).close()
     res = CliRunner().invoke(main, ["serve", str(path), "--workers", "2"])
     assert res.exit_code == 2 and "an index in Redis (redis://HOST:PORT/DB/NAME)" in res.output
+
+
+def test_a_server_answers_503_while_redis_is_down_and_recovers(tmp_path):
+    redis_server = start_redis(tmp_path / "redis")
+    url = f"{redis_server.url}/0/svc"
+    t = texts(2, seed=13)
+    try:
+        with neardup.Index.create(url, ExactConfig()) as index:
+            index.add(["a"], t[:1])
+        server = Serve(url)
+        try:
+            with server.client() as c:
+                assert c.post("/v1/query", json={"documents": [{"text": t[0]}]}).status_code == 200
+                redis_server.stop(kill=True)
+                for r in (
+                    c.post("/v1/query", json={"documents": [{"text": t[0]}]}),
+                    c.post("/v1/documents", json={"documents": [{"id": "b", "text": t[1]}]}, headers=AUTH),
+                    c.get("/readyz"),
+                ):
+                    assert r.status_code == 503 and r.json() == {
+                        "detail": "the index's store is unavailable; try again later"
+                    }
+                assert c.get("/healthz").status_code == 200  # the process itself is fine
+                redis_server.start()
+                assert (
+                    c.post("/v1/documents", json={"documents": [{"id": "b", "text": t[1]}]}, headers=AUTH).status_code
+                    == 200
+                )
+                assert c.get("/readyz").json()["documents"] == 2
+        finally:
+            assert server.stop() == 0
+        assert "Traceback" not in server.proc.stderr.read()
+    finally:
+        redis_server.stop()
+
+
+def test_a_write_retried_after_a_lost_reply_is_not_applied_twice(url, monkeypatch):
+    """redis-py sends a script again when the connection broke before the reply came; the second
+    send finds the answer of the first (under its operation key) instead of adding again."""
+    import neardup.index.redis_store as redis_store
+
+    class FixedUUID:
+        hex = "same-operation"
+
+    with neardup.Index.create(url, ExactConfig()) as index:
+        store = index._store
+        monkeypatch.setattr(redis_store.uuid, "uuid4", lambda: FixedUUID)
+        first = store.insert(["a", "b"], [b"\x00" * 16, b"\x01" * 16], [False, False])
+        again = store.insert(["a", "b"], [b"\x00" * 16, b"\x01" * 16], [False, False])  # not "a is in the index"
+        assert first == again == [1, 2] and store.version()[1] == 2
+        monkeypatch.undo()
+        with pytest.raises(KeyError, match="'a' is in the index already"):
+            store.insert(["a"], [b"\x02" * 16], [False])  # a new operation: refused as usual
