@@ -56,7 +56,7 @@ from .store import (
     row_crc,
 )
 
-__all__ = ["RedisStore", "is_redis_url", "parse_redis_url"]
+__all__ = ["RedisStore", "is_redis_url", "parse_redis_url", "shown_path"]
 
 SCHEMES = ("redis://", "rediss://")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
@@ -68,6 +68,17 @@ _KEYS = ("meta", "seq", "tseq", "epoch", "ids", "docs", "texts", "live", "tombs"
 def is_redis_url(path: object) -> bool:
     """Whether an index path names a Redis index (``redis://`` or ``rediss://``)."""
     return isinstance(path, str) and path.lower().startswith(SCHEMES)
+
+
+def shown_path(path: str) -> str:
+    """An index path as messages show it: a Redis URL's password as ``***``, anything else as is.
+
+    >>> shown_path("redis://:s3cret@db:6379/0/news"), shown_path("news.ndx")
+    ('redis://:***@db:6379/0/news', 'news.ndx')
+    """
+    if not is_redis_url(path):
+        return path
+    return re.sub(r"^(rediss?://[^:@/]*:)[^@/]*@", r"\1***@", path, flags=re.I)
 
 
 def parse_redis_url(url: str) -> tuple[str, str, str]:
