@@ -2,6 +2,7 @@
 
     python benchmarks/bench_index.py                  # 100k documents (a few minutes on 2 cores)
     python benchmarks/bench_index.py --docs 1000000   # the issue's size (about 2 GB of generated text)
+    python benchmarks/bench_index.py --tools neardup,neardup-redis --docs 50000   # the file against Redis
 
 Every tool indexes the same generated texts (about 2 KB each, with planted near-duplicates),
 MinHash K=128 at threshold 0.8, from text: neardup sketches word 5-grams in its kernels; the peers
@@ -13,7 +14,9 @@ Measured for neardup: build rate (documents/s) with 1 and 2 worker threads, the 
 against the raw signatures plus ids, time and memory to open an index in a new process, query
 latency from text (p50/p99, one document per call and batches of 100), memory while serving.
 Peers are measured on at most ``--peer-docs`` documents (their build is slow); their rates are
-per document, so the ratios hold.
+per document, so the ratios hold. ``neardup-redis`` measures the same for neardup's index in Redis
+(a redis-server of its own with ``appendonly yes``, ``appendfsync everysec``; its size is Redis's
+``used_memory`` growth); every query then includes the round trip that checks for others' writes.
 """
 
 from __future__ import annotations
@@ -161,8 +164,9 @@ def run_neardup_serve(args, path: str, out) -> None:
             "query": percentiles(single),
             "query_batched_per_doc": percentiles(batched),
             "serving_rss_mb": rss_mb(),
-            "disk_bytes": os.path.getsize(path)
-            + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0),
+            "disk_bytes": 0
+            if path.startswith("redis://")
+            else os.path.getsize(path) + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0),
             "snapshot_bytes": os.path.getsize(path + ".lookup") if os.path.exists(path + ".lookup") else 0,
             "snapshot_disk_bytes": os.stat(path + ".lookup").st_blocks * 512 if os.path.exists(path + ".lookup") else 0,
             "raw_bytes": raw,
@@ -226,7 +230,7 @@ def in_process(target, *args) -> dict:
     return result
 
 
-def start_redis() -> tuple[subprocess.Popen | None, int, str]:
+def start_redis(*persistence: str) -> tuple[subprocess.Popen | None, int, str]:
     exe = shutil.which("redis-server")
     if exe is None:
         return None, 0, "redis-server is not installed (apt install redis-server)"
@@ -234,7 +238,7 @@ def start_redis() -> tuple[subprocess.Popen | None, int, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *(persistence or ("--appendonly", "no"))],
         stdout=subprocess.DEVNULL,
     )
     for _ in range(100):
@@ -251,7 +255,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--peer-docs", type=int, default=20_000)
-    ap.add_argument("--tools", default="neardup,datasketch,datasketch-redis,rensa")
+    ap.add_argument("--tools", default="neardup,neardup-redis,datasketch,datasketch-redis,rensa")
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--corpus-dir", default=None, help="generate the texts once and keep them here (e.g. /tmp)")
     ap.add_argument("--workers", default="1,2", help="the build's worker counts to measure")
@@ -280,6 +284,8 @@ def main() -> None:
             finally:
                 os.replace(built + ".lookup.aside", built + ".lookup")
             results["neardup_serve"] = in_process(run_neardup_serve, args, built)
+        if "neardup-redis" in tools:
+            results.update(bench_neardup_redis(args, tmp))
         if "datasketch" in tools:
             results["datasketch_memory"] = in_process(run_datasketch, args, None)
         if "datasketch-redis" in tools:
@@ -302,6 +308,28 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
+
+
+def bench_neardup_redis(args, tmp: str) -> dict:
+    """Build, open and query neardup's index in a redis-server of its own (AOF, fsync every second)."""
+    proc, port, why = start_redis("--appendonly", "yes", "--appendfsync", "everysec", "--dir", tmp)
+    if proc is None:
+        print(f"skipping neardup with Redis: {why}", file=sys.stderr)
+        return {}
+    try:
+        import redis
+
+        client = redis.Redis(port=port)
+        before = client.info("memory")["used_memory"]
+        url = f"redis://127.0.0.1:{port}/0/bench"
+        build = in_process(run_neardup, args, url, 1)
+        used = client.info("memory")["used_memory"] - before
+        serve = in_process(run_neardup_serve, args, url)
+        serve["disk_bytes"] = used
+        return {"neardup_redis_build": build, "neardup_redis_serve": serve}
+    finally:
+        proc.terminate()
+        proc.wait()
 
 
 def report(r: dict) -> None:
@@ -333,6 +361,13 @@ def report(r: dict) -> None:
         )
         q, qb = s["query"], s["query_batched_per_doc"]
         print(f"neardup query from text: p50 {q['p50_us']:.0f} us, p99 {q['p99_us']:.0f} us; "
+              f"batched per doc p50 {qb['p50_us']:.0f} us, p99 {qb['p99_us']:.0f} us")  # fmt: skip
+    if "neardup_redis_serve" in r:
+        b, s = r["neardup_redis_build"], r["neardup_redis_serve"]
+        q, qb = s["query"], s["query_batched_per_doc"]
+        print(f"neardup on Redis: build {b['docs_per_s']:,.0f} docs/s; Redis memory {s['disk_bytes'] / 2**20:.1f} MB = "
+              f"{s['disk_bytes'] / s['raw_bytes']:.2f}x raw; open {s['open_s']:.2f} s, +{s['open_mb']:.0f} MB; "
+              f"query p50 {q['p50_us']:.0f} us, p99 {q['p99_us']:.0f} us; "
               f"batched per doc p50 {qb['p50_us']:.0f} us, p99 {qb['p99_us']:.0f} us")  # fmt: skip
     ours = r.get("neardup_build_1w", {}).get("docs_per_s")
     ours_q = r.get("neardup_serve", {}).get("query", {}).get("p50_us")

@@ -2,13 +2,16 @@
 
     python benchmarks/bench_service.py                    # 100k-document index, bounded load
     python benchmarks/bench_service.py --docs 1000000     # the issue's size
+    python benchmarks/bench_service.py --redis-workers 2  # also neardup's index in Redis, 2 server processes
 
 Both servers run as their own processes on 127.0.0.1 and hold the same generated documents
 (MinHash K=128, threshold 0.8); clients are asyncio + httpx. For each of 1, 16 and 200 concurrent
 clients: query latency p50/p99 and throughput for single documents and for batches of 100, and
 insert latency for single documents. Every level is bounded by ``--requests`` requests and
 ``--seconds`` seconds. The peer holds ``--peer-docs`` documents (its build is slow); its query
-cost does not depend much on the index size.
+cost does not depend much on the index size. With ``--redis-workers N``, the same documents also go
+into neardup's index in a redis-server of its own (``appendonly yes``, ``appendfsync everysec``)
+served by ``neardup serve redis://... --workers N``, and get the same load.
 """
 
 from __future__ import annotations
@@ -49,6 +52,19 @@ def wait_up(url: str, proc: subprocess.Popen) -> None:
         except httpx.HTTPError:
             time.sleep(0.2)
     raise RuntimeError("server did not start")
+
+
+def wait_workers(url: str, n: int, seconds: float = 120) -> None:
+    """Until ``n`` server processes answer (``/healthz`` says which; each new connection may go to any)."""
+    import httpx
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while len(seen) < n and time.monotonic() < deadline:
+        with httpx.Client(timeout=5) as c:
+            seen.add(c.get(url + "/healthz").json()["pid"])
+    if len(seen) < n:
+        raise RuntimeError(f"only {len(seen)} of {n} workers answered in {seconds:g} s")
 
 
 def peer_app(redis_port: int, docs: int):
@@ -169,6 +185,9 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=2000, help="most requests per level")
     ap.add_argument("--seconds", type=float, default=15, help="most seconds per level")
     ap.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument(
+        "--redis-workers", type=int, default=0, help="also serve neardup's index in Redis with N processes (0: not)"
+    )
     ap.add_argument("--serve-peer", nargs=3, type=int, metavar=("PORT", "REDIS_PORT", "DOCS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve_peer:
@@ -199,6 +218,34 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         wait_up(url, procs[-1])
         run_levels("neardup", url, args, {"Authorization": f"Bearer {TOKEN}"})
+        if args.redis_workers:
+            redis, redis_port, why = start_redis("--appendonly", "yes", "--appendfsync", "everysec", "--dir", tmp)
+            if redis is None:
+                print(f"skipping neardup over Redis: {why}")
+            else:
+                procs.append(redis)
+                index_url = f"redis://127.0.0.1:{redis_port}/0/bench"
+                with neardup.Index.create(index_url, neardup.MinHashConfig(threshold=THRESHOLD, num_perm=K)) as index:
+                    for lo in range(0, len(texts), 10000):
+                        ids = [f"doc-{i:08d}" for i in range(lo, min(lo + 10000, len(texts)))]
+                        index.add(ids, texts[lo : lo + 10000])
+                port = free_port()
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "neardup",
+                    "serve",
+                    index_url,
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "warning",
+                ]
+                procs.append(subprocess.Popen([*cmd, "--workers", str(args.redis_workers)], env=env))
+                url = f"http://127.0.0.1:{port}"
+                wait_up(url, procs[-1])
+                wait_workers(url, args.redis_workers)
+                run_levels(f"redis-w{args.redis_workers}", url, args, {"Authorization": f"Bearer {TOKEN}"})
         if args.peer:
             redis, redis_port, why = start_redis()
             if redis is None:

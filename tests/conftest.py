@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+import shutil
+import socket
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,3 +84,83 @@ def wait_until_handling(proc, signum: int, timeout: float = 60.0) -> bool:
             return True
         time.sleep(0.005)
     return False
+
+
+class RedisServer:
+    """A real ``redis-server`` on 127.0.0.1 (a free port, its own directory; append-only file with
+    an fsync per write, no snapshots), started and stopped by the tests."""
+
+    def __init__(self, directory: Path, port: int | None = None) -> None:
+        self.directory = directory
+        self.port = port or _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        log = self.directory / "redis.log"
+        args = [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.directory)]
+        args += ["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", str(log)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode()} {_tail(log)}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} in 20 s: {_tail(log)}")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
+            self.proc.wait(20)
+        self.proc = None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+
+def start_redis(directory: Path) -> RedisServer:
+    """A fresh redis-server in ``directory``; skips (saying why) when the binary or redis-py is missing."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
+    pytest.importorskip("redis", reason="redis-py is not installed (pip install 'neardup[redis]')")
+    return RedisServer(directory)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """One redis-server for the session (each test uses index names of its own)."""
+    server = start_redis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+_NAMES = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def index_path(request, tmp_path):
+    """A maker of fresh index paths: ``index_path("x")`` is a file in tmp_path, or a name of its
+    own in the session's Redis (``redis://127.0.0.1:PORT/0/NAME``)."""
+    if request.param == "sqlite":
+        return lambda name="x": str(tmp_path / f"{name}.ndx")
+    server = request.getfixturevalue("redis_server")
+    return lambda name="x": f"{server.url}/0/t{next(_NAMES)}-{name}"

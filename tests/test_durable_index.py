@@ -1,4 +1,8 @@
-"""The durable index (neardup.Index): the in-memory contract on disk, persistence, errors, concurrency."""
+"""The durable index (neardup.Index): the in-memory contract on disk, persistence, errors, concurrency.
+
+The tests that take ``index_path`` run on both stores: a SQLite file and an index in a real
+redis-server (tests/conftest.py); tests/test_redis_index.py has what only Redis does.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ def config(request):
     return CONFIGS[request.param]
 
 
-def test_queries_equal_the_in_memory_index_and_survive_reopening(tmp_path, config):
+def test_queries_equal_the_in_memory_index_and_survive_reopening(index_path, config):
     texts = corpus(120)
     ids = [f"d{i}" for i in range(len(texts))]
     memory = index_for(config)
@@ -61,7 +65,7 @@ def test_queries_equal_the_in_memory_index_and_survive_reopening(tmp_path, confi
         [] if e else m
         for m, e in zip(memory.query_batch(config.sketch_texts(queries).values), config.sketch_texts(queries).empty)
     ]
-    path = tmp_path / "x.ndx"
+    path = index_path()
     with neardup.Index.create(path, config) as index:
         for lo in range(0, len(texts), 50):  # several transactions
             index.add(ids[lo : lo + 50], texts[lo : lo + 50])
@@ -76,11 +80,11 @@ def test_queries_equal_the_in_memory_index_and_survive_reopening(tmp_path, confi
         assert index.check() == []
 
 
-def test_limit_and_min_similarity(tmp_path):
+def test_limit_and_min_similarity(index_path):
     config = MinHashConfig(threshold=0.5)
     base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
     variants = [base, base + " tau", base + " tau upsilon", base + " tau upsilon phi chi psi omega"]
-    with neardup.Index.create(tmp_path / "x.ndx", config) as index:
+    with neardup.Index.create(index_path(), config) as index:
         index.add(["a", "b", "c", "d"], variants)
         all_matches = index.query(base)
         sims = [s for _, s in all_matches]
@@ -91,8 +95,8 @@ def test_limit_and_min_similarity(tmp_path):
         assert index.query(base, min_similarity=0.9) == [m for m in all_matches if m[1] >= 0.9]
 
 
-def test_remove_replace_get_and_errors(tmp_path):
-    path = tmp_path / "x.ndx"
+def test_remove_replace_get_and_errors(index_path):
+    path = index_path()
     texts = corpus(10)
     with neardup.Index.create(path, MinHashConfig(), store_text=True) as index:
         index.add([f"d{i}" for i in range(10)], texts)
@@ -122,8 +126,8 @@ def test_remove_replace_get_and_errors(tmp_path):
         assert stats["documents"] == 9 and stats["method"] == "minhash" and stats["pending_tombstones"] == 3
 
 
-def test_create_refuses_existing_and_open_refuses_other_settings(tmp_path):
-    path = tmp_path / "x.ndx"
+def test_create_refuses_existing_and_open_refuses_other_settings(index_path):
+    path = index_path()
     neardup.Index.create(path, MinHashConfig(threshold=0.7)).close()
     with pytest.raises(FileExistsError):
         neardup.Index.create(path, MinHashConfig())
@@ -131,7 +135,7 @@ def test_create_refuses_existing_and_open_refuses_other_settings(tmp_path):
         neardup.Index.open(path, config=MinHashConfig(threshold=0.9))
     neardup.Index.open(path, config=MinHashConfig(threshold=0.7)).close()
     with pytest.raises(FileNotFoundError, match="no index"):
-        neardup.Index.open(tmp_path / "missing.ndx")
+        neardup.Index.open(index_path("missing"))
     with pytest.raises(ValueError, match="mode"):
         neardup.Index.open(path, "w")
 
@@ -177,9 +181,9 @@ def test_a_reader_in_another_process_sees_committed_adds(tmp_path):
         assert proc.returncode != 0 and "IndexLockedError" in proc.stderr and "locked by another writer" in proc.stderr
 
 
-def test_add_if_unique_is_atomic_under_concurrency(tmp_path):
+def test_add_if_unique_is_atomic_under_concurrency(index_path):
     base = " ".join(f"w{i}" for i in range(60))
-    with neardup.Index.create(tmp_path / "x.ndx", MinHashConfig(threshold=0.8)) as index:
+    with neardup.Index.create(index_path(), MinHashConfig(threshold=0.8)) as index:
         index.add(["old"], ["something else entirely " * 5])
         results = []
 
@@ -266,17 +270,19 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_kill_9_during_adds_loses_no_acknowledged_add(tmp_path):
-    """50 writer processes killed at random points: every acknowledged add is there, nothing half-written."""
+def test_kill_9_during_adds_loses_no_acknowledged_add(tmp_path, index_path):
+    """Writer processes killed at random points (50 on a file, 20 on Redis): every acknowledged
+    add is there, nothing half-written."""
     rng = np.random.default_rng(7)
-    path = tmp_path / "x.ndx"
+    path = index_path()
+    trials = 20 if path.startswith("redis://") else 50
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     neardup.Index.create(path, ExactConfig()).close()
     acknowledged: set[str] = set()
     start = 0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for _trial in range(50):
+    for _trial in range(trials):
         proc = subprocess.Popen(
             [sys.executable, str(script), str(path), str(start)], stdout=subprocess.PIPE, text=True, env=env
         )
@@ -300,4 +306,4 @@ def test_kill_9_during_adds_loses_no_acknowledged_add(tmp_path):
             by_batch[(int(d[1:]) // 5)] = by_batch.get(int(d[1:]) // 5, 0) + 1
         assert set(by_batch.values()) == {5}
         assert index.query("text number 5 " * 20) == [("d5", 1.0)]
-    print(json.dumps({"trials": 50, "acknowledged": len(acknowledged), "stored": len(stored)}))
+    print(json.dumps({"trials": trials, "acknowledged": len(acknowledged), "stored": len(stored)}))

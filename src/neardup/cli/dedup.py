@@ -459,7 +459,7 @@ def against_index(path: str | None, update: bool, method: str, config):
         given = config_to_dict(config)
         if given != config_to_dict(get_method(method)()) and given != config_to_dict(index.config):
             raise click.UsageError(
-                f"the method options disagree with the index {path} (made with "
+                f"the method options disagree with the index {index.path} (made with "
                 f"{index.config.name} {index.config.to_json()}); leave them out to use the index's"
             )
         yield index

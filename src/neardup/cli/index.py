@@ -15,6 +15,7 @@ import orjson
 
 from ..core.errors import NeardupError
 from ..index.durable import DurableIndex
+from ..index.redis_store import shown_path
 from ..io import ReadStats, output_format, read_documents, write_table
 from ..io.paths import INPUT_FORMATS
 from .common import EXIT_DATA_ERROR, SETTINGS, emit_json
@@ -40,8 +41,9 @@ def index_errors(after: Callable[[], str | None] = lambda: None):
 
 @click.group("index", context_settings=SETTINGS)
 def index_group() -> None:
-    """A durable near-duplicate index in one SQLite file: create it with a method's settings,
-    add documents as they come, ask which stored documents are like new ones.
+    """A durable near-duplicate index in one SQLite file, or in Redis for several processes or
+    machines (PATH = redis://HOST:PORT/DB/NAME): create it with a method's settings, add documents
+    as they come, ask which stored documents are like new ones.
 
     \b
     Example:
@@ -142,7 +144,7 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
         skipped = f", {stats.skipped:,} records skipped" if stats.skipped else ""
-        click.echo(f"added {added:,} documents to {path} (now {size:,}){skipped}", err=True)
+        click.echo(f"added {added:,} documents to {shown_path(path)} (now {size:,}){skipped}", err=True)
 
 
 @index_group.command("query", context_settings=SETTINGS)
@@ -228,7 +230,7 @@ def remove_cmd(path, ids_file):
     ids = [line.rstrip("\r\n") for line in ids_file if line.strip()]
     with index_errors(), DurableIndex.open(path, "a") as index:
         index.remove(ids)
-        click.echo(f"removed {len(ids):,} documents from {path} (now {len(index):,})", err=True)
+        click.echo(f"removed {len(ids):,} documents from {index.path} (now {len(index):,})", err=True)
 
 
 @index_group.command("stats", context_settings=SETTINGS)
@@ -247,7 +249,7 @@ def compact_cmd(path):
         before = index.stats()["file_bytes"]
         index.compact()
         after = index.stats()["file_bytes"]
-    click.echo(f"compacted {path}: {before:,} -> {after:,} bytes", err=True)
+    click.echo(f"compacted {shown_path(path)}: {before:,} -> {after:,} bytes", err=True)
 
 
 @index_group.command("check", context_settings=SETTINGS)
@@ -258,7 +260,7 @@ def check_cmd(path):
     problems = DurableIndex.check_file(path)
     if problems:
         for p in problems:
-            click.echo(f"neardup: {path}: {p}", err=True)
+            click.echo(f"neardup: {shown_path(path)}: {p}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     with index_errors(), DurableIndex.open(path) as index:
-        click.echo(orjson.dumps({"path": path, "documents": len(index), "ok": True}).decode())
+        click.echo(orjson.dumps({"path": index.path, "documents": len(index), "ok": True}).decode())

@@ -1,4 +1,10 @@
-"""``neardup serve``: the HTTP API over a durable index (FastAPI on uvicorn)."""
+"""``neardup serve``: the HTTP API over a durable index (FastAPI on uvicorn).
+
+One process serves a SQLite index (its one writer); an index in Redis may be served by
+``--workers N`` processes (uvicorn's supervisor; each worker opens the index from the settings
+the parent leaves in :data:`~neardup.service.worker.SETTINGS_ENV`) or by several ``serve``
+processes on several machines behind a load balancer.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +35,8 @@ def _token(token_file: str | None) -> str | None:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Server processes. An index file has one writer, so a SQLite index is served by one process "
-    "(its requests run on a thread pool).",
+    help="Server processes. An index in Redis (redis://...) may be served by several; an index file has "
+    "one writer, so a SQLite index is served by one process (its requests run on a thread pool).",
 )
 @click.option(
     "--token-file",
@@ -83,29 +89,44 @@ def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes,
         import uvicorn
 
         from ..service.app import Limits, create_app
+        from ..service.worker import SETTINGS_ENV, settings_json
     except ImportError as exc:
         click.echo(
             f"neardup: error: `neardup serve` needs the service extra: pip install 'neardup[service]' ({exc})", err=True
         )
         sys.exit(EXIT_DATA_ERROR)
-    if workers > 1:
-        raise click.UsageError(
-            "--workers > 1 needs a store shared by processes; a SQLite index has one writer process "
-            "(requests already run on a thread pool)"
-        )
     from ..core.errors import NeardupError
     from ..index.durable import DurableIndex
+    from ..index.redis_store import is_redis_url
 
+    if workers > 1 and not is_redis_url(path):
+        raise click.UsageError(
+            "--workers > 1 needs a store shared by processes: an index in Redis (redis://HOST:PORT/DB/NAME); "
+            "a SQLite index has one writer process (requests already run on a thread pool)"
+        )
     token = _token(token_file)
     try:
         index = DurableIndex.open(path, "a")
-    except (NeardupError, OSError) as exc:
+    except (NeardupError, OSError, ValueError) as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     limits = Limits(max_body_bytes=max_body_bytes, max_batch=max_batch, max_text_chars=max_text_chars)
-    app = create_app(index, token=token, limits=limits, auth_reads=auth_reads)
     if token is None:
         click.echo("neardup: no token (NEARDUP_TOKEN or --token-file): writes are refused", err=True)
+    if workers > 1:
+        index.close()  # opened to check it; each worker opens its own
+        os.environ[SETTINGS_ENV] = settings_json(path, token, limits, auth_reads)
+        config = uvicorn.Config(
+            "neardup.service.worker:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            timeout_graceful_shutdown=30,
+        )
+        sys.exit(_run_workers(config))
+    app = create_app(index, token=token, limits=limits, auth_reads=auth_reads)
     server = _draining_server(
         uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
     )
@@ -114,6 +135,21 @@ def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes,
     finally:
         index.close()
     sys.exit(0 if server.started else EXIT_DATA_ERROR)
+
+
+def _run_workers(config) -> int:
+    """uvicorn's supervisor over ``config.workers`` processes; SIGTERM or Ctrl-C drains them all.
+    The exit status: 0, or 1 when no worker could start."""
+    from uvicorn.supervisors import Multiprocess
+
+    sock = config.bind_socket()
+    supervisor = Multiprocess(config, sockets=[sock])
+    try:
+        supervisor.run()
+    finally:
+        sock.close()
+    failed = [p for p in supervisor.processes if p.exitcode == 3]  # uvicorn's STARTUP_FAILURE
+    return EXIT_DATA_ERROR if failed and len(failed) == len(supervisor.processes) else 0
 
 
 def _draining_server_class():

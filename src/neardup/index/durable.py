@@ -1,7 +1,8 @@
-"""A durable index of texts that grows: SQLite holds the truth, the lookup lives in memory.
+"""A durable index of texts that grows: SQLite (or Redis) holds the truth, the lookup lives in memory.
 
 :class:`DurableIndex` (``neardup.Index``) keeps every document's id and sketch (and optionally
-its text) in one SQLite file (:mod:`neardup.index.store`) and answers queries with the in-memory
+its text) in one SQLite file (:mod:`neardup.index.store`), or in Redis when the path is
+``redis://HOST:PORT/DB/NAME`` (:mod:`neardup.index.redis_store`), and answers queries with the in-memory
 index of its method (:class:`~neardup.index.lsh.LSHIndex` for MinHash,
 :class:`~neardup.index.hamming.HammingIndex` for SimHash, :class:`~neardup.index.exact.ExactIndex`
 for exact keys), built from the file when it is opened and kept up to date by every change. A
@@ -16,9 +17,13 @@ by :meth:`compact`, by :meth:`save_snapshot`, and by a writer's :meth:`close` af
 :data:`SNAPSHOT_MIN_CHANGES` changes; opening maps it and applies only the rows committed after it
 (a missing, damaged or stale snapshot is ignored: the lookup is rebuilt from SQLite).
 
-Concurrency: one writer process at a time (mode ``"a"`` takes a lock; a second writer gets
-:class:`~neardup.index.store.IndexLockedError`), any number of readers (mode ``"r"``), which
-see the writer's committed changes after :meth:`refresh`. Within a process, every method is
+Concurrency: a SQLite file has one writer process at a time (mode ``"a"`` takes a lock; a second
+writer gets :class:`~neardup.index.store.IndexLockedError`) and any number of readers (mode
+``"r"``), which see the writer's committed changes after :meth:`refresh`. An index in Redis has
+any number of writers and readers, in any processes on any machines; each catches up with the
+others' changes before it answers (one round trip to read three counters when nothing changed),
+and ``add_if_unique`` stays atomic across them (the store refuses the add when another writer
+added something since the check; the check then runs again). Within a process, every method is
 thread-safe (one lock; queries of many threads are serialized).
 
 >>> import tempfile, os
@@ -36,12 +41,14 @@ thread-safe (one lock; queries of many threads are serialized).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import functools
 import json
 import os
 import secrets
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -57,9 +64,52 @@ from ..methods.registry import config_from_dict, config_to_dict
 from . import index_for
 from . import snapshot as snapshots
 from .idtable import IdTable
-from .store import IndexCorruptError, IndexLockedError, IndexWriteError, SQLiteStore
+from .store import (
+    IndexCorruptError,
+    IndexLockedError,
+    IndexUnavailableError,
+    IndexWriteError,
+    SQLiteStore,
+    WriteConflict,
+)
 
-__all__ = ["DurableIndex", "Index", "IndexCorruptError", "IndexLockedError", "IndexWriteError", "UniqueResult"]
+__all__ = [
+    "DurableIndex",
+    "Index",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexUnavailableError",
+    "IndexWriteError",
+    "UniqueResult",
+]
+
+CHECK_AND_ADD_TIMEOUT_S = 30.0
+"""How long ``add_if_unique`` on a shared store retries while other writers keep adding."""
+
+
+def _is_redis(path: str) -> bool:
+    return path.lower().startswith(("redis://", "rediss://"))
+
+
+def create_store(path: str | os.PathLike, meta: dict[str, str]) -> Any:
+    """A new store at ``path``: an index file, or an index in Redis for ``redis://...``."""
+    path = os.fspath(path)
+    if _is_redis(path):
+        from .redis_store import RedisStore
+
+        return RedisStore.create(path, meta)
+    return SQLiteStore.create(path, meta)
+
+
+def open_store(path: str | os.PathLike, mode: str) -> Any:
+    """The store at ``path`` (an index file, or an index in Redis for ``redis://...``)."""
+    path = os.fspath(path)
+    if _is_redis(path):
+        from .redis_store import RedisStore
+
+        return RedisStore.open(path, mode)
+    return SQLiteStore.open(path, mode)
+
 
 Matches = list[tuple[str, float]]
 
@@ -68,7 +118,8 @@ SNAPSHOT_MIN_CHANGES = 10_000
 removed since the snapshot it opened (or, without one, when the index holds this many rows):
 below that, applying the rows after the snapshot at open costs less than rewriting it."""
 
-_SKETCH_CHUNK = 2048  # texts per sketching task when add() sketches on several threads
+_SKETCH_CHUNK = 2048  # texts per sketching task when a query or add sketches on several threads
+_STREAM_CHUNK = 512  # at least this many texts per task of a streaming add (small: storing starts early)
 
 
 @dataclass(frozen=True)
@@ -83,8 +134,9 @@ class UniqueResult:
 class DurableIndex:
     """An index of texts on disk; see the module docs. Open it with :meth:`create` or :meth:`open`."""
 
-    def __init__(self, store: SQLiteStore, config: MethodConfig, *, workers: int = 1) -> None:
+    def __init__(self, store: Any, config: MethodConfig, *, workers: int = 1) -> None:
         self._store = store
+        self._shared = bool(getattr(store, "shared", False))
         self._config = config
         self._workers = workers
         self._lock = threading.RLock()
@@ -121,7 +173,7 @@ class DurableIndex:
             "store_text": "1" if store_text else "0",
             "uid": secrets.token_hex(16),  # names this index in its derived files (a snapshot of another is stale)
         }
-        return cls(SQLiteStore.create(os.fspath(path), meta), config, workers=workers)
+        return cls(create_store(path, meta), config, workers=workers)
 
     @classmethod
     def open(
@@ -133,8 +185,9 @@ class DurableIndex:
         workers: int = 1,
     ) -> DurableIndex:
         """Open the index at ``path``: ``mode="r"`` to read, ``"a"`` to read and write (one writer
-        at a time). ``config``, when given, must equal the index's (else ``IncompatibleSketchError``)."""
-        store = SQLiteStore.open(os.fspath(path), mode)
+        at a time for a file; any number for Redis). ``config``, when given, must equal the index's
+        (else ``IncompatibleSketchError``)."""
+        store = open_store(path, mode)
         try:
             meta = store.meta()
             try:
@@ -193,16 +246,20 @@ class DurableIndex:
         return self._memory.threshold
 
     def __len__(self) -> int:
-        return len(self._memory)
+        with self._lock:
+            self._sync()
+            return len(self._memory)
 
     def __contains__(self, doc_id: object) -> bool:
         if not isinstance(doc_id, str):
             return False
         with self._lock:
+            self._sync()
             return bool(self._held([doc_id]))
 
     def __iter__(self) -> Iterator[str]:
         with self._lock:
+            self._sync()
             return iter(self._names.many(list(self._memory)))
 
     def __repr__(self) -> str:
@@ -211,9 +268,13 @@ class DurableIndex:
     # ------------------------------------------------------------------ changes
 
     def add(self, ids: Sequence[str], texts: Sequence[str], *, replace: bool = False) -> None:
-        """Store documents (one transaction: when this returns they are on disk). An id already
+        """Store documents (one transaction: when this returns they are stored). An id already
         stored is a ``KeyError`` (nothing stored) unless ``replace``."""
         ids, texts = _check_docs(ids, texts)
+        if self._workers > 1 and len(texts) >= 2 * _SKETCH_CHUNK and not self._shared:
+            with self._lock:
+                self._add_streaming(ids, texts, replace)
+            return
         values, empty = self._sketch(texts)
         with self._lock:
             self._commit(ids, texts, values, empty, replace=replace)
@@ -224,39 +285,68 @@ class DurableIndex:
         """Add, in order, each document that has no near-duplicate in the index nor among the
         documents added before it by this call; atomic (one lock and one transaction), so two
         concurrent calls never both add near-identical texts. Returns the added ids and, for each
-        other document, its matches (best first, at most ``limit``)."""
+        other document, its matches (best first, at most ``limit``).
+
+        On a shared store (Redis) the add is conditional on no document having been added by
+        anyone since the check; when one was, the index catches up and checks again (for at most
+        :data:`CHECK_AND_ADD_TIMEOUT_S` seconds of other writers adding, then ``IndexLockedError``)."""
         ids, texts = _check_docs(ids, texts)
         values, empty = self._sketch(texts)
+        deadline = time.monotonic() + CHECK_AND_ADD_TIMEOUT_S
         with self._lock:
-            held = self._held(ids)
-            present = [i for i in ids if i in held]
-            if present:
-                raise KeyError(f"id {present[0]!r} is in the index already")
-            accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
-            added: list[str] = []
-            duplicates: list[tuple[str, Matches]] = []
-            try:
-                for i in range(len(ids)):
-                    row = values[i : i + 1]
-                    matches = [] if empty[i] else self._query_rows(row, min_similarity, limit, added)[0]
-                    if matches:
-                        duplicates.append((ids[i], matches))
-                        continue
-                    accepted.append(i)
-                    added.append(ids[i])
-                    self._memory.add([-len(accepted)], row, empty=empty[i : i + 1])
-            finally:
-                if accepted:
-                    self._memory.remove([-(k + 1) for k in range(len(accepted))])
-            sel = np.asarray(accepted, dtype=np.int64)
-            self._commit(added, [texts[i] for i in accepted], values[sel], empty[sel])
-            return UniqueResult(added, duplicates)
+            while True:
+                self._sync()
+                expect = self._version[1] if self._shared else None
+                accepted, duplicates = self._unique_rows(ids, values, empty, min_similarity, limit)
+                added = [ids[i] for i in accepted]
+                sel = np.asarray(accepted, dtype=np.int64)
+                try:
+                    self._commit(added, [texts[i] for i in accepted], values[sel], empty[sel], expect_seq=expect)
+                except WriteConflict:
+                    if time.monotonic() > deadline:
+                        raise IndexLockedError(
+                            f"{self.path}: other writers kept adding documents for {CHECK_AND_ADD_TIMEOUT_S:g} s; "
+                            "the check-and-add did not get in (nothing was added; try again)"
+                        ) from None
+                    continue
+                return UniqueResult(added, duplicates)
+
+    def _unique_rows(
+        self, ids: list[str], values: np.ndarray, empty: np.ndarray, min_similarity: float | None, limit: int | None
+    ) -> tuple[list[int], list[tuple[str, Matches]]]:
+        """The positions of the documents without a near-duplicate in the index nor among the
+        accepted ones before them, and the matches of the others."""
+        held = self._held(ids)
+        present = [i for i in ids if i in held]
+        if present:
+            raise KeyError(f"id {present[0]!r} is in the index already")
+        accepted: list[int] = []  # staged in memory under the keys -1, -2, ... until committed
+        added: list[str] = []
+        duplicates: list[tuple[str, Matches]] = []
+        try:
+            for i in range(len(ids)):
+                row = values[i : i + 1]
+                matches = [] if empty[i] else self._query_rows(row, min_similarity, limit, added)[0]
+                if matches:
+                    duplicates.append((ids[i], matches))
+                    continue
+                accepted.append(i)
+                added.append(ids[i])
+                self._memory.add([-len(accepted)], row, empty=empty[i : i + 1])
+        finally:
+            if accepted:
+                self._memory.remove([-(k + 1) for k in range(len(accepted))])
+        return accepted, duplicates
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove documents (one transaction; an unknown id is a ``KeyError`` and nothing is removed)."""
         ids = list(ids)
         with self._lock:
-            self._forget(self._store.delete(ids))
+            removed = self._store.delete(ids)
+            if self._shared:  # others may have written meanwhile: catch up (which applies these too)
+                self._catch_up(self._store.version())
+                return
+            self._forget(removed)
             self._tomb = self._store.last_tombstone()  # this writer's own tombstones are applied
 
     def compact(self) -> None:
@@ -264,8 +354,12 @@ class DurableIndex:
         rewrite the lookup snapshot."""
         with self._lock:
             self._store.compact()
+            if self._shared:  # tombstones of others' removals went with the compaction: reload
+                self._load()
+                return
             self._epoch = self._store.epoch()
             self._tomb = 0
+            self._version = self._store.version()
             if self._snapshot_file is not None:
                 self.save_snapshot()
 
@@ -290,12 +384,17 @@ class DurableIndex:
             return size
 
     def refresh(self) -> None:
-        """Catch up with changes committed by a writer since this index was opened or refreshed."""
+        """Catch up with changes committed by a writer since this index was opened or refreshed
+        (an index in Redis does this by itself before every answer)."""
         with self._lock:
-            if self._store.epoch() != self._epoch:
-                self._load()
-                return
-            self._catch_up()
+            self._catch_up(self._store.version())
+
+    def _sync(self) -> None:
+        """On a shared store: catch up when anything changed (one round trip when nothing did)."""
+        if self._shared:
+            version = self._store.version()
+            if version != self._version:
+                self._catch_up(version)
 
     # ------------------------------------------------------------------ queries
 
@@ -310,6 +409,7 @@ class DurableIndex:
         _, texts = _check_docs(None, texts)
         values, empty = self._sketch(texts)
         with self._lock:
+            self._sync()
             return self._query_rows(values, min_similarity, limit, (), empty=empty)
 
     def get(self, doc_id: str) -> dict[str, Any] | None:
@@ -326,6 +426,7 @@ class DurableIndex:
             meta = self._store.meta()
             return {
                 "path": self.path,
+                "store": self._store.kind,
                 "documents": len(self._memory),
                 "method": self._config.name,
                 "config": json.loads(meta["config"]),
@@ -350,17 +451,20 @@ class DurableIndex:
 
     @staticmethod
     def check_file(path: str | os.PathLike) -> list[str]:
-        """What is wrong with the index file at ``path``, without loading it (so a damaged index
-        can be checked): SQLite integrity, metadata, every sketch's size and checksum."""
+        """What is wrong with the index at ``path``, without loading it (so a damaged index
+        can be checked): SQLite integrity (or Redis's keys agreeing), metadata, every sketch's
+        size and checksum, and the lookup snapshot of a file."""
         try:
-            store = SQLiteStore.open(os.fspath(path), "r")
+            store = open_store(path, "r")
         except (OSError, NeardupError) as exc:
             return [str(exc)]
         try:
             config = config_from_dict(json.loads(store.meta()["config"]))
             probe = config.sketch_texts([""]).values
             problems = store.check(int(np.prod(probe.shape[1:])) * probe.dtype.itemsize)
-            return problems + snapshots.verify(snapshots.snapshot_path(store.path))
+            if isinstance(store, SQLiteStore):
+                problems += snapshots.verify(snapshots.snapshot_path(store.path))
+            return problems
         except Exception as exc:
             return [f"cannot read the index's settings: {exc}"]
         finally:
@@ -370,13 +474,14 @@ class DurableIndex:
 
     def _load(self) -> None:
         """The lookup: from the snapshot plus the rows after it, else rebuilt from every row."""
-        self._epoch = self._store.epoch()
+        self._version = self._store.version()  # read first: rows written after it are loaded too
+        self._epoch = self._version[0]
         self._changes = 0
         if self._snapshot_file is not None and self._load_snapshot():
             return
         self._memory = index_for(self._config, workers=self._workers)
         self._names = IdTable()
-        self._tomb = self._store.last_tombstone()
+        self._tomb = self._version[2]
         self._last = 0
         self._load_rows_after(0)
 
@@ -414,7 +519,7 @@ class DurableIndex:
         memory._tables.workers = self._workers
         self._memory, self._names = memory, names
         self._last, self._tomb = covered.last_seq, covered.last_tomb
-        self._catch_up()
+        self._catch_up(self._version)
         self.snapshot_status = "used"
         return True
 
@@ -435,13 +540,18 @@ class DurableIndex:
             "changes_since": self._changes,
         }
 
-    def _catch_up(self) -> None:
-        """Apply the rows and tombstones committed after ``_last`` / ``_tomb``."""
+    def _catch_up(self, version: tuple[int, int, int]) -> None:
+        """Apply the rows and tombstones committed after ``_last`` / ``_tomb`` (reload after a
+        compaction); ``version`` was read before (so nothing written before it is missed)."""
+        if version[0] != self._epoch:
+            self._load()
+            return
         self._load_rows_after(self._last)
         removed = self._store.tombstones_after(self._tomb)
         self._forget([doc for _, doc in removed if doc in self._memory])
         if removed:
             self._tomb = removed[-1][0]
+        self._version = version
 
     # -- rows
 
@@ -458,6 +568,26 @@ class DurableIndex:
         values = np.concatenate([p.values for p in parts])
         return values, np.concatenate([np.asarray(p.empty, dtype=np.bool_) for p in parts])
 
+    def _add_streaming(self, ids: list[str], texts: list[str], replace: bool) -> None:
+        """``add`` with several workers: the texts are sketched in chunks on the worker threads
+        while this thread stores the rows of the chunks already sketched, in the same one
+        transaction (SQLite releases the GIL while it writes), so sketching and storing overlap."""
+        stream = _SketchStream(self._config.sketch_texts, texts, self._workers, self._row_format[1])
+        old = list(self._held(ids).values()) if replace else []
+        with Threads(self._workers) as threads:
+            seqs = self._store.insert(
+                ids,
+                stream.sketches(threads),
+                stream.empty(),
+                texts if self._store_text else None,
+                replace=replace,
+            )
+        values, empty = stream.result()
+        if old:
+            self._forget(old)
+            self._tomb = self._store.last_tombstone()
+        self._remember(seqs, ids, values, empty)
+
     def _held(self, ids: Sequence[str]) -> dict[str, int]:
         """id -> seq of the ids the lookup holds (SQLite's id index, then the lookup: a reader
         holds what it has loaded)."""
@@ -471,14 +601,19 @@ class DurableIndex:
                 raise IndexCorruptError(
                     f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {row_bytes}"
                 )
-            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape(
-                (len(rows), *shape)
-            )
+            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape((len(rows), *shape))
             empty = np.fromiter((r.empty for r in rows), np.bool_, len(rows))
             self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
 
     def _commit(
-        self, ids: list[str], texts: list[str], values: np.ndarray, empty: Any, *, replace: bool = False
+        self,
+        ids: list[str],
+        texts: list[str],
+        values: np.ndarray,
+        empty: Any,
+        *,
+        replace: bool = False,
+        expect_seq: int | None = None,
     ) -> None:
         if not ids:
             return
@@ -486,7 +621,16 @@ class DurableIndex:
         empty = np.asarray(empty, dtype=np.bool_)
         blobs = [values[i].tobytes() for i in range(len(ids))]
         old = list(self._held(ids).values()) if replace else []
-        seqs = self._store.insert(ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace)
+        seqs = self._store.insert(
+            ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace, expect_seq=expect_seq
+        )
+        if self._shared:
+            # others may have written since the last catch-up: keep the rows directly only when
+            # nothing came between; the catch-up reads the rest (and the tombstones of a replace)
+            if seqs[0] == max(self._last, self._version[1]) + 1:
+                self._remember(seqs, ids, values, empty)
+            self._catch_up(self._store.version())
+            return
         if old:
             self._forget(old)
             self._tomb = self._store.last_tombstone()
@@ -519,6 +663,36 @@ class DurableIndex:
                 continue
             out.append([(self._names[k] if k >= 0 else staged[-k - 1], sim) for k, sim in row])
         return out
+
+
+class _SketchStream:
+    """The sketches of ``texts``, made in chunks on worker threads and handed out row by row as
+    two iterators that ``SQLiteStore.insert`` consumes in step (``zip(ids, sketches, empty)``:
+    each row's sketch is drawn before its empty flag, which the sketch leaves queued)."""
+
+    def __init__(self, sketch: Any, texts: list[str], workers: int, dtype: np.dtype) -> None:
+        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * workers)))
+        self._pieces = [texts[a : a + step] for a in range(0, len(texts), step)]
+        self._sketch, self._dtype = sketch, dtype
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self._flags: collections.deque[bool] = collections.deque()
+
+    def sketches(self, threads: Threads) -> Iterator[bytes]:
+        for part in threads.stream(self._sketch, self._pieces):
+            values = np.ascontiguousarray(part.values, dtype=self._dtype)
+            empty = np.asarray(part.empty, dtype=np.bool_)
+            self._parts.append((values, empty))
+            for i, flag in enumerate(empty.tolist()):
+                self._flags.append(flag)
+                yield values[i].tobytes()
+
+    def empty(self) -> Iterator[bool]:
+        while self._flags:
+            yield self._flags.popleft()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sketch and empty flag, once the rows were consumed."""
+        return np.concatenate([v for v, _ in self._parts]), np.concatenate([e for _, e in self._parts])
 
 
 def _check_docs(ids: Sequence[str] | None, texts: Sequence[str]) -> tuple[list[str], list[str]]:

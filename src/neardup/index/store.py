@@ -20,9 +20,10 @@ see what was committed when they (re)load.
 
 A store backend is anything with the methods of :class:`SQLiteStore` below the line "backend
 interface" (``insert``, ``delete``, ``rows_after``, ``tombstones_after``, ``last_tombstone``, ``lookup``,
-``get``, ``meta``, ``epoch``, ``compact``, ``check``, ``file_bytes``, ``close``): the durable index
-(:mod:`neardup.index.durable`) keeps its lookup structures in memory and asks the store only for
-what changed.
+``get``, ``meta``, ``epoch``, ``version``, ``compact``, ``check``, ``file_bytes``, ``close``) and the
+attributes ``path``, ``mode``, ``kind`` and ``shared``: the durable index (:mod:`neardup.index.durable`)
+keeps its lookup structures in memory and asks the store only for what changed. The other backend
+is :class:`~neardup.index.redis_store.RedisStore` (an index shared by several writer processes).
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ __all__ = [
     "FORMAT_VERSION",
     "IndexCorruptError",
     "IndexLockedError",
+    "IndexUnavailableError",
     "IndexWriteError",
     "SQLiteStore",
     "StoredRow",
+    "WriteConflict",
 ]
 
 FORMAT = "neardup-index"
@@ -80,6 +83,15 @@ class IndexWriteError(NeardupError):
     """A write could not be made durable (disk full, read-only file system); nothing of it was stored."""
 
 
+class IndexUnavailableError(NeardupError):
+    """The store of the index cannot be reached (a Redis server down, refused credentials)."""
+
+
+class WriteConflict(NeardupError):
+    """A conditional write found that another writer added documents since the caller last caught
+    up (nothing was stored; catch up and try again)."""
+
+
 @dataclass(frozen=True)
 class StoredRow:
     """One stored document as the store returns it."""
@@ -97,6 +109,11 @@ def row_crc(doc_id: str, sketch: bytes) -> int:
 
 class SQLiteStore:
     """An index file: open it with :meth:`create` or :meth:`open` (``mode`` ``"r"`` or ``"a"``)."""
+
+    shared = False
+    """One writer process at a time: nobody else changes the index behind a writer's back."""
+
+    kind = "sqlite"
 
     def __init__(self, path: str, conn: sqlite3.Connection, mode: str, lock_fd: int | None) -> None:
         self.path, self._conn, self.mode, self._lock_fd = path, conn, mode, lock_fd
@@ -179,6 +196,10 @@ class SQLiteStore:
         """Changes when ``compact`` renumbers history (readers then reload everything)."""
         return int(self._query("SELECT value FROM meta WHERE key = 'epoch'")[0][0])
 
+    def version(self) -> tuple[int, int, int]:
+        """``(epoch, last document seq, last tombstone seq)``: unchanged when nothing was written."""
+        return self.epoch(), self._sequence("docs"), self.last_tombstone()
+
     def insert(
         self,
         ids: Sequence[str],
@@ -187,11 +208,14 @@ class SQLiteStore:
         texts: Sequence[str] | None = None,
         *,
         replace: bool = False,
+        expect_seq: int | None = None,
     ) -> list[int]:
         """Store rows in one transaction and return their sequence numbers.
 
         An id already stored is a ``KeyError`` (nothing stored) unless ``replace``: then the old
-        row is removed (a tombstone) and the new one stored, in the same transaction.
+        row is removed (a tombstone) and the new one stored, in the same transaction. With
+        ``expect_seq``: :class:`WriteConflict` (nothing stored) unless the last sequence number
+        handed out is ``expect_seq`` (with one writer it always is).
         """
         self._writable()
         if len(set(ids)) != len(ids):
@@ -199,6 +223,8 @@ class SQLiteStore:
             dup = next(i for i in ids if i in seen or seen.add(i))
             raise KeyError(f"id {dup!r} appears twice in one add")
         with self._transaction():
+            if expect_seq is not None and self._sequence("docs") != expect_seq:
+                raise WriteConflict(f"{self.path}: another writer added documents")
             if replace:
                 self._delete(ids, missing_ok=True)
             else:

@@ -7,11 +7,15 @@ and no stack trace reaches a client (an unexpected error is logged and answered 
 constant time); reads too when ``auth_reads`` is set.
 
 The index is thread-safe (one lock) and ``add_if_unique`` checks and adds under it in one
-transaction, so two concurrent requests with near-identical texts never both get added.
+transaction, so two concurrent requests with near-identical texts never both get added. Over an
+index in Redis, several server processes share the index: each catches up with the others'
+writes before it answers, and check-and-add stays atomic across them. A store that cannot be
+reached (Redis down) is answered with 503 (the details go to the server's log).
 """
 
 import hmac
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from .. import __version__
-from ..index.durable import DurableIndex
+from ..index.durable import DurableIndex, IndexLockedError, IndexUnavailableError
 
 __all__ = ["Limits", "create_app"]
 
@@ -67,7 +71,7 @@ class Error(BaseModel):
     errors: list[dict] | None = None
 
 
-ERRORS = {code: {"model": Error} for code in (401, 403, 404, 409, 413, 422)}
+ERRORS = {code: {"model": Error} for code in (401, 403, 404, 409, 413, 422, 503)}
 
 
 def request_models(limits: Limits):
@@ -195,6 +199,16 @@ def create_app(
         first = errors[0] if errors else {"field": "body", "message": "invalid"}
         return JSONResponse({"detail": f"{first['field']}: {first['message']}", "errors": errors}, status_code=422)
 
+    @app.exception_handler(IndexUnavailableError)
+    async def unavailable(request: Request, exc: IndexUnavailableError):
+        log.error("answering %s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse({"detail": "the index's store is unavailable; try again later"}, status_code=503)
+
+    @app.exception_handler(IndexLockedError)
+    async def busy(request: Request, exc: IndexLockedError):
+        log.warning("answering %s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse({"detail": "the index is busy with other writers; try again"}, status_code=503)
+
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):
         log.exception("error answering %s %s", request.method, request.url.path)
@@ -250,8 +264,8 @@ def create_app(
 
     @app.get("/healthz")
     def healthz() -> dict:
-        """The process answers."""
-        return {"status": "ok"}
+        """The process answers (``pid``: which server process, when several serve the index)."""
+        return {"status": "ok", "pid": os.getpid()}
 
     @app.get("/readyz")
     def readyz() -> dict:
