@@ -139,3 +139,72 @@ def test_output_folder_gets_one_part_per_input_file(tmp_path):
     # reading order is sorted path order: a.jsonl, c.jsonl, sub/b.jsonl
     assert {json.loads(line)["id"] for line in parts[1].read_text().splitlines()} <= set(data.ids[160:240])
     assert len(whole.read_text().splitlines()) < 240
+
+
+def _jsonl_corpus(path, n: int, seed: int, broken: dict[int, str] | None = None) -> None:
+    """A JSONL file of generated documents without ids (ids are FILE:LINE), a blank line every
+    17 records, and ``broken`` records replaced by the given lines."""
+    data = make_corpus(n=n, seed=seed)
+    lines = []
+    for i, text in enumerate(data.texts):
+        lines.append((broken or {}).get(i, json.dumps({"text": text})))
+        if i % 17 == 0:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _file_configs():
+    from neardup.methods.exact.config import ExactConfig
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    return [
+        MinHashConfig(threshold=0.6),
+        MinHashConfig(verify="exact", threshold=0.7, sketch="oph"),
+        SimHashConfig(weighting="idf", max_distance=10),
+        SpotSigsConfig(threshold=0.6, idf_band=(0.1, 0.95)),
+        ExactConfig(),
+        IMatchConfig(lexicons=3, min_terms=3),
+    ]
+
+
+@pytest.mark.parametrize("config", _file_configs(), ids=lambda c: f"{c.name}")
+def test_workers_read_byte_ranges_of_a_jsonl_file_and_give_the_local_answer(tmp_path, config, dask_client):
+    """The workers read the file themselves, in 6 byte ranges: ids (FILE:LINE), clusters, kept
+    documents, similarities, pairs and read counters are the local engine's."""
+    import neardup
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 240, seed=21)
+    local = neardup.dedup([str(path)], config, workers=1, batch_size=16, want_pairs=True)
+    engine = DaskEngine(dask_client, partitions=6)
+    got = neardup.dedup([str(path)], config, engine=engine, batch_size=16, want_pairs=True)
+    assert engine.input_partitions == 6
+    assert engine.scan_bytes["to workers"] < 2_000, "the texts were sent, not read on the workers"
+    assert got.ids == local.ids and got.ids[1] == f"{path}:3"
+    for name in ("root", "kept", "similarity"):
+        assert np.array_equal(getattr(got, name), getattr(local, name)), name
+    for x, y in zip(got.pairs, local.pairs):
+        assert np.array_equal(x, y)
+    assert got.read_stats == local.read_stats
+
+
+def test_a_bad_line_in_a_later_range_names_its_file_and_line(tmp_path, dask_client):
+    import neardup
+    from neardup.core.errors import InputError
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 200, seed=4, broken={150: '{"text": oops', 180: '{"body": "no text"}'})
+    with pytest.raises(InputError) as err:
+        neardup.dedup([str(path)], engine=DaskEngine(dask_client, partitions=5))
+    lineno = 150 + 150 // 17 + 2  # records before it, blank lines before it, 1-based
+    assert (err.value.path, err.value.line) == (str(path), lineno)
+    assert str(err.value).startswith(f"{path}:{lineno}: malformed JSON")
+    local = neardup.dedup([str(path)], on_error="skip", workers=1)
+    got = neardup.dedup([str(path)], on_error="skip", engine=DaskEngine(dask_client, partitions=5))
+    assert got.read_stats == local.read_stats
+    assert got.read_stats.skipped == 2
+    assert got.ids == local.ids and np.array_equal(got.kept, local.kept)

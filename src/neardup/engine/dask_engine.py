@@ -29,19 +29,28 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from ..core.documents import DocBatch
+from ..core.arrays import text_lengths
+from ..core.documents import DocBatch, DocumentSource
+from ..core.errors import InputChangedError
 from ..core.parallel import Threads
-from ..core.plan import GroupBy, Scan, StageContext
+from ..core.plan import GroupBy, Plan, Prepass, Scan, StageContext, Step
 from ..core.validation import check_int
+from ..io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats
+from ..io.policy import ReadStats
+from ..methods.exact.groups import ExactGroups, ExactPrepass
+from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest, unique_pairs, verify_bucket
-from .local import LocalEngine, _finished, _prepared, _subset
+from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
 __all__ = ["DaskEngine", "local_client"]
+
+PARTITION_BYTES = 64 << 20
+"""Default input partition size: splittable input bytes per partition."""
 
 
 def _nbytes(obj: Any) -> int:
@@ -52,6 +61,8 @@ def _nbytes(obj: Any) -> int:
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
     if isinstance(obj, str):
         return len(obj)
+    if isinstance(obj, FilePart):
+        return len(obj.path) + 24
     if isinstance(obj, dict):
         return sum(_nbytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
@@ -59,36 +70,94 @@ def _nbytes(obj: Any) -> int:
     return 0
 
 
-def _without_batch(fn, item):
-    """``fn(item)`` on a worker, returned without the batch it starts with (the caller has it)."""
-    result = fn(item)
-    if isinstance(result, tuple) and result and isinstance(result[0], DocBatch):
-        return (None, *result[1:])
-    return result
+# --------------------------------------------------------------------------------------------
+# the scans, as functions of one partition (run on the workers)
 
 
-def _lengths_and_keys(first: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """From a first pre-pass phase's result on a worker: only what the admission needs."""
-    return first[1], first[3]
+def _load(options: ReadOptions | None, part) -> tuple[list[DocBatch], ReadStats | None]:
+    """A partition's documents as batches numbered from 0: a :class:`FilePart` is read here;
+    any other part is a batch the driver sent."""
+    if isinstance(part, FilePart):
+        stats = ReadStats()
+        return part.batches(options, stats), stats
+    return [DocBatch(0, part.ids, part.texts)], None
 
 
-def _finish_remote(stage: Scan, config: Any, inputs: list[Any], first: tuple, chosen: np.ndarray, start: int):
-    """The second pre-pass phase on the worker that holds the first one's result: the part."""
-    batch, lengths, prepared, _ = first
-    sub = None if stage.prepare is not None else _subset(batch, chosen, start)
-    return _finished(stage, config, inputs, (batch, lengths, prepared, chosen, sub))[2]
+def _read_first(stage: Scan, config: Any, prepass: Prepass | None, options, part):
+    """First scan, phase 1: read the partition and (with the pre-pass) prepare it; the result
+    stays on the worker until phase 2."""
+    batches, stats = _load(options, part)
+    if prepass is None:
+        items = [(b, text_lengths(b.texts), None, None) for b in batches]
+    else:
+        items = [_prepared(stage, config, prepass, b) for b in batches]
+    return items, stats
 
 
-def _call(fn, item):
-    return fn(item)
+def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, ReadStats | None]:
+    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters."""
+    items, stats = held
+    ids = [i for item in items for i in item[0].ids]
+    lengths = np.concatenate([item[1] for item in items]) if items else np.empty(0, np.int64)
+    keys = np.concatenate([item[3] for item in items]) if items and items[0][3] is not None else None
+    return ids, lengths, keys, stats
 
 
-def _batch_of(item: Any) -> DocBatch | None:
-    if isinstance(item, DocBatch):
-        return item
-    if isinstance(item, tuple) and item and isinstance(item[0], DocBatch):
-        return item[0]
-    return None
+def _finish_first(stage: Scan, config: Any, inputs: list[Any], held, chosen, doc_start: int, sub_start: int):
+    """First scan, phase 2: the parts of the partition's documents (of those ``chosen`` by the
+    pre-pass), numbered from ``doc_start`` (``sub_start`` among the representatives)."""
+    items, _ = held
+    parts = []
+    offset, sub = 0, sub_start
+    for batch, lengths, prepared, _keys in items:
+        whole = DocBatch(doc_start + offset, batch.ids, batch.texts)
+        if chosen is None:
+            parts.append(_whole(stage, config, inputs, whole)[2])
+        else:
+            mask = chosen[offset : offset + len(batch)]
+            picked = None if stage.prepare is not None else _subset(whole, mask, sub)
+            parts.append(_finished(stage, config, inputs, (whole, lengths, prepared, mask, picked))[2])
+            sub += int(np.count_nonzero(mask))
+        offset += len(batch)
+    return parts
+
+
+def _rescan(stage: Scan, config: Any, inputs: list[Any], options, part, expected: int, chosen, sub_start: int):
+    """A later scan of one partition: the parts of its documents (those ``chosen`` when the
+    pre-pass ran), numbered from ``sub_start``."""
+    batches, _ = _load(options, part)
+    got = sum(map(len, batches))
+    if got != expected:
+        where = f"{part.path} [{part.begin}, {part.end})" if isinstance(part, FilePart) else "a batch"
+        raise InputChangedError(
+            f"the input changed while the job ran: {where} gave {expected:,} documents when first read and "
+            f"{got:,} when read again for {stage.name!r}"
+        )
+    parts = []
+    offset, sub = 0, sub_start
+    for batch in batches:
+        if chosen is None:
+            picked = DocBatch(sub, batch.ids, batch.texts)
+        else:
+            picked = _subset(batch, chosen[offset : offset + len(batch)], sub)
+        if len(picked):
+            parts.append(stage.map(config, picked, *inputs))
+        sub += len(picked)
+        offset += len(batch)
+    return parts
+
+
+class _Job:
+    """What the driver keeps of a job's input: ids, lengths, the partitions and their documents
+    (counted by the first scan), the exact pre-pass groups."""
+
+    def __init__(self, source: DocumentSource) -> None:
+        self.source = source
+        self.ids: list[str] = []
+        self.lengths: list[np.ndarray] = []
+        self.parts: list[FilePart | None] | None = None
+        self.part_docs: list[int] = []
+        self.groups: ExactGroups | None = None
 
 
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,80 +215,180 @@ class DaskEngine(LocalEngine):
     def __repr__(self) -> str:
         return f"DaskEngine({self.client!r}, partitions={self.partitions})"
 
-    def run(self, plan, source, **kwargs):
+    def run(
+        self,
+        plan: Plan,
+        source: DocumentSource,
+        *,
+        keep: Keep = "first",
+        want_pairs: bool = False,
+        progress: Progress | None = None,
+    ) -> JobResult:
         """Run ``plan`` over ``source`` on the cluster; see :class:`~neardup.engine.base.Engine`."""
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
-        return super().run(plan, source, **kwargs)
+        self.input_partitions = 0
+        progress = progress or NoProgress()
+        config = plan.config
+        state: dict[str, Any] = {}
+        counters: dict[str, float] = {}
+        timings: dict[str, float] = {}
+        job = _Job(source)
+        with Threads(self.workers) as threads:
+            ctx = StageContext(threads, want_pairs, counters)
+            for stage in plan.stages:
+                progress.stage(stage.name)
+                t0 = time.perf_counter()
+                inputs = _inputs(state, stage)
+                if isinstance(stage, Scan):
+                    reducer = stage.reduce(config)
+                    if job.parts is None:
+                        self._first_scan_parts(stage, config, inputs, plan.prepass, job, reducer, progress)
+                        if job.groups is not None:
+                            counters["exact_duplicates"] = job.groups.n_duplicates
+                    else:
+                        self._scan_again(stage, config, inputs, job, reducer, progress)
+                    out = reducer.result()
+                elif isinstance(stage, Step):
+                    out = stage.fn(config, ctx, *inputs)
+                elif isinstance(stage, GroupBy):
+                    out = self.group_by(stage, config, ctx, inputs)
+                else:
+                    raise TypeError(f"unknown stage {stage!r}")
+                _add_counters(counters, out.pop("counters", None))
+                state.update(out)
+                timings[stage.name] = timings.get(stage.name, 0.0) + time.perf_counter() - t0
+                if job.parts is None:
+                    raise RuntimeError(f"the {config.name} plan must start with a scan of the input")
+        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+        return finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings)
 
     def _cluster_threads(self) -> int:
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
 
-    def stream(self, threads: Threads, fn, items: Iterable[Any]) -> Iterator[Any]:
-        """``fn`` over the batches on the cluster, results in input order, ``2 * cluster threads``
-        batches in flight."""
-        window = 2 * self._cluster_threads()
-        pending: deque = deque()
+    def _file_parts(self, source: FileSource) -> list[FilePart]:
+        """The partitions of a file source: about ``partitions`` of them (default: 4 per worker
+        thread, and at least one per 64 MB of splittable input); the byte ranges are located
+        on the workers (one small answer each)."""
+        threads = self._cluster_threads()
+        target = self.partitions or max(4 * threads, -(-source.input_bytes() // PARTITION_BYTES))
 
-        def done():
-            item, future = pending.popleft()
-            result = future.result()
-            self.scan_bytes["to workers"] += _nbytes(item)
-            self.scan_bytes["from workers"] += _nbytes(result)
-            if isinstance(result, tuple) and result and result[0] is None:
-                result = (_batch_of(item), *result[1:])
-            return result
+        def locate(ranged: list[FilePart]) -> list[tuple[int, int, int]]:
+            return self.client.gather(self.client.map(locate_range, ranged, pure=False, retries=self.retries))
 
-        for item in items:
-            task = _without_batch if _batch_of(item) is not None else _call
-            pending.append((item, self.client.submit(task, fn, item, pure=False, retries=self.retries)))
-            if len(pending) >= window:
-                yield done()
-        while pending:
-            yield done()
+        return source.parts(target, locate)
 
-    def _first_scan(self, stage, config, inputs, source, prepass, admission, threads):
-        """The first scan; with the exact pre-pass, each batch's prepared form stays on its worker
-        between the two phases (only lengths and exact keys come here to be admitted)."""
-        if admission is None:
-            yield from super()._first_scan(stage, config, inputs, source, prepass, admission, threads)
-            return
+    def _first_scan_parts(self, stage, config, inputs, prepass, job: _Job, reducer, progress) -> None:
+        """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
+        result stays there; ids, lengths and exact keys come here to be admitted in input order;
+        phase 2 (the method's map) runs on the worker that holds phase 1. At most ``2 x cluster
+        threads`` partitions are in each phase at once."""
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
+        admission = ExactPrepass() if prepass is not None else None
+        if isinstance(job.source, FileSource):
+            parts: Iterable[Any] = self._file_parts(job.source)
+            self.input_partitions = len(parts)
+            options, stats = job.source.options, job.source.claim_stats()
+        else:
+            parts, options, stats = job.source(), None, None
+        job.parts, job.part_docs = [], []
+        read_stats: list[ReadStats] = []
         first: deque = deque()
         second: deque = deque()
-        start = 0
+        doc_start = sub_start = 0
 
-        def admit_oldest():
-            nonlocal start
-            batch, whole, small = first.popleft()
-            lens, keys = small.result()
-            self.scan_bytes["to workers"] += _nbytes(batch)
-            self.scan_bytes["from workers"] += _nbytes(lens) + _nbytes(keys)
-            chosen = admission.admit(keys)
+        def admit_oldest() -> None:
+            nonlocal doc_start, sub_start
+            part, held, summary = first.popleft()
+            ids, lengths, keys, part_stats = summary.result()
+            self.scan_bytes["from workers"] += _nbytes(ids) + _nbytes(lengths) + _nbytes(keys)
+            if part_stats is not None:
+                read_stats.append(part_stats)
+            job.ids.extend(ids)
+            job.lengths.append(lengths)
+            job.parts.append(part if isinstance(part, FilePart) else None)
+            job.part_docs.append(len(ids))
+            chosen = admission.admit(keys) if admission is not None else None
             self.scan_bytes["to workers"] += _nbytes(chosen)
-            part = client.submit(_finish_remote, stage, config, inputs, whole, chosen, start, retries=retries)
-            start += int(np.count_nonzero(chosen))
-            second.append((batch, lens, part))
+            future = client.submit(
+                _finish_first, stage, config, inputs, held, chosen, doc_start, sub_start, retries=retries
+            )
+            doc_start += len(ids)
+            sub_start += len(ids) if chosen is None else int(np.count_nonzero(chosen))
+            second.append((len(ids), future))
 
-        def finish_oldest():
-            batch, lens, part = second.popleft()
-            result = part.result()
-            self.scan_bytes["from workers"] += _nbytes(result)
-            return batch, lens, result
+        def finish_oldest() -> None:
+            n, future = second.popleft()
+            found = future.result()
+            self.scan_bytes["from workers"] += _nbytes(found)
+            for part in found:
+                if part is not None:
+                    reducer.add(part)
+            progress.advance(n)
 
-        for batch in source():
-            whole = client.submit(_prepared, stage, config, prepass, batch, pure=False, retries=retries)
-            first.append((batch, whole, client.submit(_lengths_and_keys, whole, retries=retries)))
+        for part in parts:
+            self.scan_bytes["to workers"] += _nbytes(part)
+            held = client.submit(_read_first, stage, config, prepass, options, part, pure=False, retries=retries)
+            first.append((part, held, client.submit(_summary, held, retries=retries)))
             if len(first) >= window:
                 admit_oldest()
             if len(second) >= window:
-                yield finish_oldest()
+                finish_oldest()
         while first:
             admit_oldest()
+            if len(second) >= window:
+                finish_oldest()
         while second:
-            yield finish_oldest()
+            finish_oldest()
+        if admission is not None:
+            job.groups = admission.groups()
+        if stats is not None:
+            merge_stats(stats, job.parts, read_stats, job.source.sources)
+
+    def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress) -> None:
+        """A later scan: each partition read again on a worker (file parts), or sent again (any
+        other source), its chosen documents mapped there; parts come back in input order."""
+        client, retries = self.client, self.retries
+        window = 2 * self._cluster_threads()
+        shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
+        options = job.source.options if isinstance(job.source, FileSource) else None
+        if isinstance(job.source, FileSource):
+            parts: Iterable[Any] = job.parts
+        else:
+            parts = job.source()
+        pending: deque = deque()
+        sketch = job.groups.sketch if job.groups is not None else None
+        doc_start = sub_start = 0
+
+        def done() -> None:
+            n, future = pending.popleft()
+            found = future.result()
+            self.scan_bytes["from workers"] += _nbytes(found)
+            for part in found:
+                reducer.add(part)
+            progress.advance(n)
+
+        for k, part in enumerate(parts):
+            expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
+            chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
+            self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
+            future = client.submit(
+                _rescan, stage, config, shared, options, part, expected, chosen, sub_start, pure=False, retries=retries
+            )
+            pending.append((expected, future))
+            doc_start += expected
+            sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
+            if len(pending) >= window:
+                done()
+        while pending:
+            done()
+        if doc_start != len(job.ids):
+            raise InputChangedError(
+                f"the input changed while the job ran: it gave {len(job.ids):,} documents when first read and "
+                f"{doc_start:,} when read again for {stage.name!r}"
+            )
 
     def group_by(self, stage: GroupBy, config: Any, ctx: StageContext, inputs: list[Any]) -> dict[str, Any]:
         """The candidate stage by its definition, bucket by bucket on the workers."""

@@ -85,14 +85,15 @@ def open_input(name: str, pol: Policy):
         return None
 
 
-def raw_blocks(stream, name: str, pol: Policy) -> Iterator[bytes]:
+def raw_blocks(stream, name: str, pol: Policy, *, bom: bool = True) -> Iterator[bytes]:
     """Yield a binary stream a few MiB at a time, cut after a ``\\n`` so that every block holds
     whole lines (only the last block may end without one).
 
-    A leading UTF-8 byte order mark is dropped. A read error ends the file (after ``reject``).
+    A leading UTF-8 byte order mark is dropped (with ``bom``: the stream starts the file). A
+    read error ends the file (after ``reject``).
     """
     pending: list[bytes] = []
-    first = True
+    first = bom
     while True:
         try:
             data = stream.read(BLOCK)
