@@ -63,11 +63,15 @@ class _KillOnce:
             os.kill(self.killed, signal.SIGKILL)
 
 
-def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client):
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
+    """MinHash keeps its signatures on the workers (the killed worker's shards are recomputed
+    from their lineage); SimHash sends its fingerprints back to the driver."""
     from neardup.engine.dask_engine import DaskEngine
+    from neardup.methods.simhash.config import SimHashConfig
 
     data = make_corpus(n=600, seed=11)
-    config = MinHashConfig(threshold=0.6)
+    config = MinHashConfig(threshold=0.6) if method == "minhash" else SimHashConfig(max_distance=6)
     expected = LocalEngine(1).run(config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True)
     killer = _KillOnce(dask_client)
     got = DaskEngine(dask_client, partitions=4).run(
@@ -208,3 +212,27 @@ def test_a_bad_line_in_a_later_range_names_its_file_and_line(tmp_path, dask_clie
     assert got.read_stats == local.read_stats
     assert got.read_stats.skipped == 2
     assert got.ids == local.ids and np.array_equal(got.kept, local.kept)
+
+
+def test_minhash_signatures_never_come_to_the_driver(tmp_path, dask_client):
+    """With the state on the workers, the driver gets ids, lengths, exact keys, flags, roots and
+    similarities: a few bytes a document, not the 512-byte signature; without it, the signatures."""
+    import neardup
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 400, seed=8)
+    config = MinHashConfig(threshold=0.6)
+    local = neardup.dedup([str(path)], config, workers=1, want_pairs=True)
+    n, id_chars = len(local.ids), sum(map(len, local.ids))
+    moved = {}
+    for worker_state in (True, False):
+        engine = DaskEngine(dask_client, partitions=4, worker_state=worker_state)
+        got = neardup.dedup([str(path)], config, engine=engine, want_pairs=True)
+        for name in ("root", "kept", "similarity", "empty"):
+            assert np.array_equal(getattr(got.job, name), getattr(local.job, name)), name
+        for x, y in zip(got.pairs, local.pairs):
+            assert np.array_equal(x, y)
+        moved[worker_state] = engine.scan_bytes["from workers"]
+    assert moved[True] <= id_chars + 8 * n + 16 * n
+    assert moved[False] >= id_chars + 128 * 4 * (n - local.counters["exact_duplicates"])

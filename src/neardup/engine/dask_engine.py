@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterable
+from operator import getitem
 from typing import Any
 
 import numpy as np
@@ -38,13 +39,28 @@ from ..core.arrays import text_lengths
 from ..core.documents import DocBatch, DocumentSource
 from ..core.errors import InputChangedError
 from ..core.parallel import Threads
-from ..core.plan import GroupBy, Plan, Prepass, Scan, StageContext, Step
+from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
 from ..io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats
 from ..io.policy import ReadStats
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
-from .dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest, unique_pairs, verify_bucket
+from .dask_groupby import (
+    bucket_entries,
+    entries_bytes,
+    grouped_entries,
+    merge_forests,
+    pairs_forest,
+    roots_from_forest,
+    shard_empty,
+    shard_entries,
+    similarity_with_rows,
+    take_bucket_rows,
+    take_rows,
+    unique_pairs,
+    verify_bucket,
+    verify_with_rows,
+)
 from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
 __all__ = ["DaskEngine", "local_client"]
@@ -122,6 +138,25 @@ def _finish_first(stage: Scan, config: Any, inputs: list[Any], held, chosen, doc
     return parts
 
 
+def _finish_shard(
+    stage: Scan, config: Any, inputs: list[Any], held, chosen, doc_start: int, sub_start: int, columns: tuple
+) -> dict[str, Any]:
+    """First scan, phase 2, state kept on the worker: the partition's parts reduced there into a
+    shard (:mod:`neardup.engine.dask_groupby`) of the columns the plan's ``Sharded`` reads."""
+    reducer = stage.reduce(config)
+    for part in _finish_first(stage, config, inputs, held, chosen, doc_start, sub_start):
+        if part is not None:
+            reducer.add(part)
+    out = reducer.result()
+    rows = {name: out[name] for name in columns}
+    n = len(next(iter(rows.values()))) if rows else 0
+    return {"start": sub_start, "n": n, "rows": rows, "counters": out.get("counters")}
+
+
+def _shard_counters(shard: dict[str, Any]) -> dict[str, float] | None:
+    return shard["counters"]
+
+
 def _rescan(stage: Scan, config: Any, inputs: list[Any], options, part, expected: int, chosen, sub_start: int):
     """A later scan of one partition: the parts of its documents (those ``chosen`` when the
     pre-pass ran), numbered from ``sub_start``."""
@@ -158,6 +193,13 @@ class _Job:
         self.parts: list[FilePart | None] | None = None
         self.part_docs: list[int] = []
         self.groups: ExactGroups | None = None
+        self.shards: list[tuple[int, int, Any]] = []
+        """(first document, documents, future) of each shard kept on the workers."""
+
+
+def _taken_bytes(*taken) -> int:
+    """Bytes of the rows shards sent to one bucket."""
+    return sum(int(docs.nbytes) + sum(int(a.nbytes) for a in rows.values()) for docs, rows in taken)
 
 
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -201,9 +243,22 @@ class DaskEngine(LocalEngine):
     Dask anyway); ``threads``: this process's threads for the plan's steps.
     """
 
-    def __init__(self, client, *, partitions: int | None = None, retries: int = 2, threads: int = 1) -> None:
+    def __init__(
+        self,
+        client,
+        *,
+        partitions: int | None = None,
+        retries: int = 2,
+        threads: int = 1,
+        worker_state: bool = True,
+    ) -> None:
         super().__init__(workers=threads)
         self.client = client
+        self.worker_state = bool(worker_state)
+        self.input_partitions = 0
+        """Input partitions of the last job."""
+        self.row_bytes: dict[str, int] = {}
+        """Bytes of per-document rows moved between workers by the last job (worker state only)."""
         self.partitions = None if partitions is None else check_int("partitions", partitions, 1, 1 << 20)
         self.retries = check_int("retries", retries, 0, 100)
         self.shuffle_bytes: dict[str, int] = {}
@@ -228,12 +283,16 @@ class DaskEngine(LocalEngine):
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
         self.input_partitions = 0
+        self.row_bytes = {}
         progress = progress or NoProgress()
         config = plan.config
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}
         job = _Job(source)
+        sharded = plan.sharded if self.worker_state else None
+        if sharded is not None:
+            return self._run_sharded(plan, sharded, job, keep, want_pairs, progress)
         with Threads(self.workers) as threads:
             ctx = StageContext(threads, want_pairs, counters)
             for stage in plan.stages:
@@ -279,11 +338,50 @@ class DaskEngine(LocalEngine):
 
         return source.parts(target, locate)
 
-    def _first_scan_parts(self, stage, config, inputs, prepass, job: _Job, reducer, progress) -> None:
+    def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
+        """The plan with its per-document state left on the workers: the first scan makes one
+        shard per partition there, and the candidate stage, the components and the similarity
+        to the kept documents run on the shards (:meth:`_sharded_group_by`). What comes here:
+        ids, lengths, exact keys, the empty flags, the roots, the similarities, the pairs when
+        asked for, and counts."""
+        config = plan.config
+        scan, group = plan.stages[0], plan.stages[-1]
+        if not isinstance(scan, Scan) or not isinstance(group, GroupBy):
+            raise RuntimeError(f"the {config.name} plan's sharded form needs a first scan and a last group-by")
+        counters: dict[str, float] = {}
+        timings: dict[str, float] = {}
+        progress.stage(scan.name)
+        t0 = time.perf_counter()
+        self._first_scan_parts(scan, config, [], plan.prepass, job, None, progress, sharded.columns)
+        if job.groups is not None:
+            counters["exact_duplicates"] = job.groups.n_duplicates
+        for found in self.client.gather([self.client.submit(_shard_counters, f) for _, _, f in job.shards]):
+            _add_counters(counters, found)
+        timings[scan.name] = time.perf_counter() - t0
+        progress.stage(group.name)
+        t0 = time.perf_counter()
+        state = self._sharded_group_by(group.name, sharded, config, job, want_pairs)
+        _add_counters(counters, state.pop("counters"))
+        timings[group.name] = time.perf_counter() - t0
+        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return self._sharded_similarity(sharded, config, job, docs, others)
+
+        result = finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings, similarity)
+        job.shards = []  # released on the cluster with their last reference
+        return result
+
+    def _first_scan_parts(
+        self, stage, config, inputs, prepass, job: _Job, reducer, progress, columns: tuple | None = None
+    ) -> None:
         """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
         result stays there; ids, lengths and exact keys come here to be admitted in input order;
-        phase 2 (the method's map) runs on the worker that holds phase 1. At most ``2 x cluster
-        threads`` partitions are in each phase at once."""
+        phase 2 (the method's map) runs on the worker that holds phase 1, and its parts come
+        back to ``reducer`` or, with ``columns``, are reduced there into a shard that stays
+        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once."""
+        from dask.distributed import wait
+
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         admission = ExactPrepass() if prepass is not None else None
@@ -312,20 +410,29 @@ class DaskEngine(LocalEngine):
             job.part_docs.append(len(ids))
             chosen = admission.admit(keys) if admission is not None else None
             self.scan_bytes["to workers"] += _nbytes(chosen)
-            future = client.submit(
-                _finish_first, stage, config, inputs, held, chosen, doc_start, sub_start, retries=retries
-            )
+            m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
+            args = (stage, config, inputs, held, chosen, doc_start, sub_start)
+            if columns is None:
+                future = client.submit(_finish_first, *args, retries=retries)
+            else:
+                future = client.submit(_finish_shard, *args, columns, retries=retries)
+                job.shards.append((sub_start, m, future))
             doc_start += len(ids)
-            sub_start += len(ids) if chosen is None else int(np.count_nonzero(chosen))
+            sub_start += m
             second.append((len(ids), future))
 
         def finish_oldest() -> None:
             n, future = second.popleft()
-            found = future.result()
-            self.scan_bytes["from workers"] += _nbytes(found)
-            for part in found:
-                if part is not None:
-                    reducer.add(part)
+            if columns is None:
+                found = future.result()
+                self.scan_bytes["from workers"] += _nbytes(found)
+                for part in found:
+                    if part is not None:
+                        reducer.add(part)
+            else:  # the shard stays where it was made; waiting only bounds the work in flight
+                wait([future])
+                if future.status == "error":
+                    future.result()
             progress.advance(n)
 
         for part in parts:
@@ -407,6 +514,23 @@ class DaskEngine(LocalEngine):
             client.submit(verify_bucket, stage.verify, config, b, state, pure=False, retries=self.retries)
             for b in bucket_futures
         ]
+        out = self._components(n, results, ctx.want_pairs)
+        groups, pair_count = out.pop("groups"), out.pop("pair_count")
+        del results, bucket_futures, state  # released on the cluster with their last reference
+        self.shuffle_bytes[stage.name] = shuffled
+        out["counters"] = {
+            "dask_shuffle_bytes": float(shuffled),
+            "dask_buckets": float(parts),
+            "dask_groups_verified": float(groups),
+            "dask_bucket_pairs": float(pair_count),
+        }
+        self.group_by_seconds[stage.name] = time.perf_counter() - t0
+        return out
+
+    def _components(self, n: int, results: list, want_pairs: bool) -> dict[str, Any]:
+        """From the buckets' verified pairs (futures): the roots (each bucket's forest, merged
+        pairwise in a tree on the workers), the pairs when wanted, and counts."""
+        client = self.client
         forests = [client.submit(_bucket_forest, r, retries=self.retries) for r in results]
         while len(forests) > 1:  # a tree of pairwise merges
             merged = [
@@ -418,21 +542,91 @@ class DaskEngine(LocalEngine):
             forests = merged
         forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
         out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
-        groups = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
-        pair_count = sum(client.gather([client.submit(_bucket_sizes, r) for r in results]))
-        if ctx.want_pairs:
+        out["groups"] = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
+        out["pair_count"] = sum(client.gather([client.submit(_bucket_sizes, r) for r in results]))
+        if want_pairs:
             found = client.gather([client.submit(_bucket_pairs, r) for r in results])
             a = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.int64)
             b = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.int64)
             s = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float64)
             out["pairs"] = unique_pairs(a, b, s)
-        del results, bucket_futures, state, forests  # released on the cluster with their last reference
-        self.shuffle_bytes[stage.name] = shuffled
-        out["counters"] = {
+        return out
+
+    def _sharded_group_by(
+        self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
+    ) -> dict[str, Any]:
+        """The candidate stage on the shards: each shard computes its (table, key, document)
+        entries and splits them into buckets where it is; each bucket keeps its groups of two or
+        more and asks each shard for the rows of those documents; verification, forests and
+        their merges run on the workers. Returns the state ``finish_job`` needs."""
+        client, retries = self.client, self.retries
+        t0 = time.perf_counter()
+        shards = [f for _, _, f in job.shards]
+        n = sum(m for _, m, _ in job.shards)
+        buckets = self.partitions or 4 * self._cluster_threads()
+        empty = client.gather([client.submit(shard_empty, sharded.empty, config, f, retries=retries) for f in shards])
+        state: dict[str, Any] = {"empty": np.concatenate(empty) if empty else np.zeros(0, dtype=bool)}
+        entries = [client.submit(shard_entries, sharded.keys, config, f, buckets, retries=retries) for f in shards]
+        shuffled = sum(client.gather([client.submit(entries_bytes, e) for e in entries]))
+        grouped = [
+            client.submit(grouped_entries, *[client.submit(getitem, e, b) for e in entries], retries=retries)
+            for b in range(buckets)
+        ]
+        taken = [[client.submit(take_bucket_rows, f, g, retries=retries) for f in shards] for g in grouped]
+        moved = client.gather([client.submit(_taken_bytes, *t) for t in taken]) if shards else []
+        results = [
+            client.submit(verify_with_rows, sharded.verify, config, g, *t, retries=retries)
+            for g, t in zip(grouped, taken)
+        ]
+        out = self._components(n, results, want_pairs) if shards else {"root": np.arange(0), "groups": 0}
+        groups, pair_count = out.pop("groups"), out.pop("pair_count", 0)
+        state.update(out)
+        del entries, grouped, taken, results
+        self.shuffle_bytes[name] = shuffled
+        self.row_bytes["verify"] = int(sum(moved))
+        state["counters"] = {
             "dask_shuffle_bytes": float(shuffled),
-            "dask_buckets": float(parts),
+            "dask_buckets": float(buckets),
             "dask_groups_verified": float(groups),
             "dask_bucket_pairs": float(pair_count),
+            "dask_rows_moved_bytes": float(sum(moved)),
         }
-        self.group_by_seconds[stage.name] = time.perf_counter() - t0
+        self.group_by_seconds[name] = time.perf_counter() - t0
+        return state
+
+    def _sharded_similarity(
+        self, sharded: Sharded, config: Any, job: _Job, docs: np.ndarray, others: np.ndarray
+    ) -> np.ndarray:
+        """Each document's similarity to its kept one, on the shards' rows: the pairs of distinct
+        documents go to buckets by the kept document, each bucket gets the rows of its documents
+        from the shards that hold them (each row moves once), and only the similarities come
+        back."""
+        client, retries = self.client, self.retries
+        out = np.ones(len(docs), dtype=np.float64)
+        q = np.flatnonzero(docs != others)
+        if not len(q):
+            return out
+        d, k = docs[q], others[q]
+        starts = np.array([start for start, _, _ in job.shards], dtype=np.int64)
+        ends = starts + np.array([m for _, m, _ in job.shards], dtype=np.int64)
+        buckets = self.partitions or 4 * self._cluster_threads()
+        bucket = k % buckets
+        pending = []
+        moved = 0
+        for c in range(buckets):
+            sel = np.flatnonzero(bucket == c)
+            if not len(sel):
+                continue
+            wanted = np.unique(np.concatenate([d[sel], k[sel]]))
+            lo, hi = np.searchsorted(wanted, starts), np.searchsorted(wanted, ends)
+            taken = [
+                client.submit(take_rows, job.shards[r][2], wanted[lo[r] : hi[r]], retries=retries)
+                for r in np.flatnonzero(hi > lo).tolist()
+            ]
+            moved += client.submit(_taken_bytes, *taken).result()
+            found = client.submit(similarity_with_rows, sharded.similarity, config, d[sel], k[sel], *taken)
+            pending.append((sel, found))
+        for sel, found in pending:
+            out[q[sel]] = found.result()
+        self.row_bytes["similarity"] = int(moved)
         return out
