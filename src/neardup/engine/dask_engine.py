@@ -564,21 +564,24 @@ class DaskEngine(LocalEngine):
         shards = [f for _, _, f in job.shards]
         n = sum(m for _, m, _ in job.shards)
         buckets = self.partitions or 4 * self._cluster_threads()
-        empty = client.gather([client.submit(shard_empty, sharded.empty, config, f, retries=retries) for f in shards])
-        state: dict[str, Any] = {"empty": np.concatenate(empty) if empty else np.zeros(0, dtype=bool)}
+        empty = [client.submit(shard_empty, sharded.empty, config, f, retries=retries) for f in shards]
         entries = [client.submit(shard_entries, sharded.keys, config, f, buckets, retries=retries) for f in shards]
-        shuffled = sum(client.gather([client.submit(entries_bytes, e) for e in entries]))
+        sizes = [client.submit(entries_bytes, e) for e in entries]
         grouped = [
             client.submit(grouped_entries, *[client.submit(getitem, e, b) for e in entries], retries=retries)
             for b in range(buckets)
         ]
         taken = [[client.submit(take_bucket_rows, f, g, retries=retries) for f in shards] for g in grouped]
-        moved = client.gather([client.submit(_taken_bytes, *t) for t in taken]) if shards else []
+        moved = [client.submit(_taken_bytes, *t) for t in taken] if shards else []
         results = [
             client.submit(verify_with_rows, sharded.verify, config, g, *t, retries=retries)
             for g, t in zip(grouped, taken)
         ]
         out = self._components(n, results, want_pairs) if shards else {"root": np.arange(0), "groups": 0}
+        empty = client.gather(empty)
+        state: dict[str, Any] = {"empty": np.concatenate(empty) if empty else np.zeros(0, dtype=bool)}
+        shuffled = sum(client.gather(sizes))
+        moved = client.gather(moved)
         groups, pair_count = out.pop("groups"), out.pop("pair_count", 0)
         state.update(out)
         del entries, grouped, taken, results
@@ -613,7 +616,7 @@ class DaskEngine(LocalEngine):
         bucket = k % buckets
         pending = []
         moved = 0
-        for c in range(buckets):
+        for c in range(buckets):  # submitted all at once; gathered after
             sel = np.flatnonzero(bucket == c)
             if not len(sel):
                 continue
@@ -623,10 +626,10 @@ class DaskEngine(LocalEngine):
                 client.submit(take_rows, job.shards[r][2], wanted[lo[r] : hi[r]], retries=retries)
                 for r in np.flatnonzero(hi > lo).tolist()
             ]
-            moved += client.submit(_taken_bytes, *taken).result()
             found = client.submit(similarity_with_rows, sharded.similarity, config, d[sel], k[sel], *taken)
-            pending.append((sel, found))
-        for sel, found in pending:
+            pending.append((sel, found, client.submit(_taken_bytes, *taken)))
+        for sel, found, size in pending:
             out[q[sel]] = found.result()
+            moved += size.result()
         self.row_bytes["similarity"] = int(moved)
         return out
