@@ -100,7 +100,7 @@ def _load(options: ReadOptions | None, part) -> tuple[list[DocBatch], ReadStats 
     """A partition's documents as batches numbered from 0: a :class:`FilePart` is read here;
     any other part is a batch the driver sent."""
     if isinstance(part, FilePart):
-        stats = ReadStats()
+        stats = ReadStats(details=[])  # every skip's details: the driver keeps them when --skipped asks
         return part.batches(options, stats), stats
     return [DocBatch(0, part.ids, part.texts)], None
 

@@ -243,6 +243,10 @@ def merge_stats(total: ReadStats, parts: Sequence[FilePart], stats: Sequence[Rea
         total.skipped += s.skipped
         total.reasons.update(s.reasons)
         total.bytes_read += s.bytes_read
+        total.line_ids += s.line_ids
+        total.file_errors += s.file_errors
+        if total.details is not None and s.details:
+            total.details += s.details
         per_source[part.source] = per_source.get(part.source, 0) + s.documents
     for i, (path, fmt) in enumerate(sources):
         if i in per_source:
