@@ -3,7 +3,7 @@
 process, bytes moved per stage, and that the answer is the same.
 
     python benchmarks/bench_dask.py [--docs 100000] [--workers 2] [--repeat 3] [--method minhash]
-                                    [--partitions N]
+                                    [--partitions N] [--driver-state]
 
 The corpus is ``run_dedup.py``'s generated one (``examples/generate_corpus.py``, seed 1, 20%
 planted duplicates; 1M documents, the target size, are about 1.8 GB of JSONL). Each run is its own
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -40,7 +41,7 @@ import run_dedup
 RESULTS = Path(__file__).resolve().parent / "_results"
 
 
-def one(engine: str, corpus: str, workers: int, method: str, partitions: int | None) -> dict:
+def one(engine: str, corpus: str, workers: int, method: str, partitions: int | None, worker_state: bool = True) -> dict:
     """Run one job in this process; return its measurements."""
     import numpy as np
 
@@ -56,7 +57,7 @@ def one(engine: str, corpus: str, workers: int, method: str, partitions: int | N
         t0 = time.perf_counter()
         client = local_client(workers, memory_limit=None)
         out["cluster_start_s"] = time.perf_counter() - t0
-        job_engine = DaskEngine(client, partitions=partitions)
+        job_engine = DaskEngine(client, partitions=partitions, worker_state=worker_state)
         kwargs = {"engine": job_engine}
     else:
         kwargs = {"workers": workers}
@@ -71,6 +72,8 @@ def one(engine: str, corpus: str, workers: int, method: str, partitions: int | N
     if client is not None:
         out["scan_bytes"] = dict(job_engine.scan_bytes)
         out["shuffle_bytes"] = dict(job_engine.shuffle_bytes)
+        out["row_bytes"] = dict(getattr(job_engine, "row_bytes", {}))
+        out["input_partitions"] = getattr(job_engine, "input_partitions", 0)
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         out["worker_peak_mb"] = sorted(peaks.values())
         cluster = client.cluster
@@ -82,6 +85,7 @@ def one(engine: str, corpus: str, workers: int, method: str, partitions: int | N
 def run_child(engine: str, corpus: Path, args) -> dict:
     cmd = [sys.executable, __file__, "--one", engine, "--corpus", str(corpus), "--workers", str(args.workers)]
     cmd += ["--method", args.method] + (["--partitions", str(args.partitions)] if args.partitions else [])
+    cmd += ["--driver-state"] if args.driver_state else []
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise SystemExit(f"{engine} run failed:\n{r.stderr[-4000:]}")
@@ -95,15 +99,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--method", default="minhash")
     ap.add_argument("--partitions", type=int, default=None)
+    ap.add_argument(
+        "--driver-state",
+        action="store_true",
+        help="dask: bring the per-document state (signatures) to the driver (DaskEngine(worker_state=False))",
+    )
     ap.add_argument("--one", choices=["local", "dask"], help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.corpus, args.workers, args.method, args.partitions)))
+        print(json.dumps(one(args.one, args.corpus, args.workers, args.method, args.partitions, not args.driver_state)))
         return
     corpus, _ = run_dedup.ensure_corpus(args.docs, 1, 0.2)
     run_dedup.warm_page_cache(corpus)
     run_child("local", corpus, args)  # warm-up: numba's compile cache
+    load_before = os.getloadavg()
     runs: dict[str, list[dict]] = {"local": [], "dask": []}
     for _ in range(args.repeat):
         for engine in ("local", "dask"):
@@ -120,6 +130,9 @@ def main() -> None:
         print(f"| {e} | {med[e]:.2f} | {rs[-1]['driver_peak_mb']:.0f} | {wp} | {rs[-1]['removed']:,} |")
     print(f"\ndask / local wall time: {med['dask'] / med['local']:.2f}x")
     print(f"dask cluster start-up: {statistics.median(r['cluster_start_s'] for r in dask):.2f} s (not in the job time)")
+    load_after = os.getloadavg()
+    print(f"load average (1, 5, 15 min) before the runs: {load_before}, after: {load_after}")
+    print(f"input partitions: {dask[-1].get('input_partitions', '-')}")
     last = dask[-1]
     print("\n| stage | local s | dask s |")
     print("|---|---:|---:|")
@@ -131,10 +144,12 @@ def main() -> None:
         print(f"| scans, {k} | {v / 1e6:.1f} |")
     for k, v in last["shuffle_bytes"].items():
         print(f"| shuffle of {k} | {v / 1e6:.1f} |")
+    for k, v in last.get("row_bytes", {}).items():
+        print(f"| signature rows between workers, {k} | {v / 1e6:.1f} |")
     RESULTS.mkdir(exist_ok=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     path = RESULTS / f"dask-{stamp}.json"
-    path.write_text(json.dumps({"args": vars(args), "runs": runs}, indent=1))
+    path.write_text(json.dumps({"args": vars(args), "load": [load_before, load_after], "runs": runs}, indent=1))
     print(f"\nsaved {path}")
 
 

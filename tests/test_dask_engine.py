@@ -63,11 +63,15 @@ class _KillOnce:
             os.kill(self.killed, signal.SIGKILL)
 
 
-def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client):
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
+    """MinHash keeps its signatures on the workers (the killed worker's shards are recomputed
+    from their lineage); SimHash sends its fingerprints back to the driver."""
     from neardup.engine.dask_engine import DaskEngine
+    from neardup.methods.simhash.config import SimHashConfig
 
     data = make_corpus(n=600, seed=11)
-    config = MinHashConfig(threshold=0.6)
+    config = MinHashConfig(threshold=0.6) if method == "minhash" else SimHashConfig(max_distance=6)
     expected = LocalEngine(1).run(config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True)
     killer = _KillOnce(dask_client)
     got = DaskEngine(dask_client, partitions=4).run(
@@ -139,3 +143,96 @@ def test_output_folder_gets_one_part_per_input_file(tmp_path):
     # reading order is sorted path order: a.jsonl, c.jsonl, sub/b.jsonl
     assert {json.loads(line)["id"] for line in parts[1].read_text().splitlines()} <= set(data.ids[160:240])
     assert len(whole.read_text().splitlines()) < 240
+
+
+def _jsonl_corpus(path, n: int, seed: int, broken: dict[int, str] | None = None) -> None:
+    """A JSONL file of generated documents without ids (ids are FILE:LINE), a blank line every
+    17 records, and ``broken`` records replaced by the given lines."""
+    data = make_corpus(n=n, seed=seed)
+    lines = []
+    for i, text in enumerate(data.texts):
+        lines.append((broken or {}).get(i, json.dumps({"text": text})))
+        if i % 17 == 0:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _file_configs():
+    from neardup.methods.exact.config import ExactConfig
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    return [
+        MinHashConfig(threshold=0.6),
+        MinHashConfig(verify="exact", threshold=0.7, sketch="oph"),
+        SimHashConfig(weighting="idf", max_distance=10),
+        SpotSigsConfig(threshold=0.6, idf_band=(0.1, 0.95)),
+        ExactConfig(),
+        IMatchConfig(lexicons=3, min_terms=3),
+    ]
+
+
+@pytest.mark.parametrize("config", _file_configs(), ids=lambda c: f"{c.name}")
+def test_workers_read_byte_ranges_of_a_jsonl_file_and_give_the_local_answer(tmp_path, config, dask_client):
+    """The workers read the file themselves, in 6 byte ranges: ids (FILE:LINE), clusters, kept
+    documents, similarities, pairs and read counters are the local engine's."""
+    import neardup
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 240, seed=21)
+    local = neardup.dedup([str(path)], config, workers=1, batch_size=16, want_pairs=True)
+    engine = DaskEngine(dask_client, partitions=6)
+    got = neardup.dedup([str(path)], config, engine=engine, batch_size=16, want_pairs=True)
+    assert engine.input_partitions == 6
+    assert engine.scan_bytes["to workers"] < 2_000, "the texts were sent, not read on the workers"
+    assert got.ids == local.ids and got.ids[1] == f"{path}:3"
+    for name in ("root", "kept", "similarity"):
+        assert np.array_equal(getattr(got, name), getattr(local, name)), name
+    for x, y in zip(got.pairs, local.pairs):
+        assert np.array_equal(x, y)
+    assert got.read_stats == local.read_stats
+
+
+def test_a_bad_line_in_a_later_range_names_its_file_and_line(tmp_path, dask_client):
+    import neardup
+    from neardup.core.errors import InputError
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 200, seed=4, broken={150: '{"text": oops', 180: '{"body": "no text"}'})
+    with pytest.raises(InputError) as err:
+        neardup.dedup([str(path)], engine=DaskEngine(dask_client, partitions=5))
+    lineno = 150 + 150 // 17 + 2  # records before it, blank lines before it, 1-based
+    assert (err.value.path, err.value.line) == (str(path), lineno)
+    assert str(err.value).startswith(f"{path}:{lineno}: malformed JSON")
+    local = neardup.dedup([str(path)], on_error="skip", workers=1)
+    got = neardup.dedup([str(path)], on_error="skip", engine=DaskEngine(dask_client, partitions=5))
+    assert got.read_stats == local.read_stats
+    assert got.read_stats.skipped == 2
+    assert got.ids == local.ids and np.array_equal(got.kept, local.kept)
+
+
+def test_minhash_signatures_never_come_to_the_driver(tmp_path, dask_client):
+    """With the state on the workers, the driver gets ids, lengths, exact keys, flags, roots and
+    similarities: a few bytes a document, not the 512-byte signature; without it, the signatures."""
+    import neardup
+    from neardup.engine.dask_engine import DaskEngine
+
+    path = tmp_path / "in.jsonl"
+    _jsonl_corpus(path, 400, seed=8)
+    config = MinHashConfig(threshold=0.6)
+    local = neardup.dedup([str(path)], config, workers=1, want_pairs=True)
+    n, id_chars = len(local.ids), sum(map(len, local.ids))
+    moved = {}
+    for worker_state in (True, False):
+        engine = DaskEngine(dask_client, partitions=4, worker_state=worker_state)
+        got = neardup.dedup([str(path)], config, engine=engine, want_pairs=True)
+        for name in ("root", "kept", "similarity", "empty"):
+            assert np.array_equal(getattr(got.job, name), getattr(local.job, name)), name
+        for x, y in zip(got.pairs, local.pairs):
+            assert np.array_equal(x, y)
+        moved[worker_state] = engine.scan_bytes["from workers"]
+    assert moved[True] <= id_chars + 8 * n + 16 * n
+    assert moved[False] >= id_chars + 128 * 4 * (n - local.counters["exact_duplicates"])

@@ -19,8 +19,9 @@ from .core.parallel import MAX_WORKERS
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
 from .engine.local import LocalEngine
-from .io import ReadStats, read_documents
+from .io import ReadStats
 from .io.memory import is_in_memory, texts_and_ids
+from .io.partitions import FileSource, ReadOptions
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
 
@@ -240,24 +241,8 @@ def dedup(
         mem = InMemorySource(texts, ids, batch_size=batch_size)
         job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
         return DedupResult(method, job, read_stats, mem)
-    first_pass = [True]
-
-    def source() -> Any:
-        stats = read_stats if first_pass[0] else None
-        first_pass[0] = False
-        return read_documents(
-            paths,
-            text_field=text_field,
-            id_field=id_field,
-            on_error=on_error,
-            batch_size=batch_size,
-            stats=stats,
-            html=html,
-            main_content=main_content,
-            input_format=input_format,
-            id_policy=id_policy,
-        )
-
+    options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
+    source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers())
     job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
     return DedupResult(method, job, read_stats, source)

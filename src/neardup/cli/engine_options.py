@@ -3,8 +3,9 @@
 ``--engine local`` (default) runs on this machine's threads (``--workers``); ``--engine dask``
 runs on a ``dask.distributed`` cluster: the scheduler at ``--scheduler ADDRESS``
 (``tcp://host:8786``), or a new LocalCluster of ``--workers`` worker processes (default: one per
-core) that lives as long as the command. ``--partitions`` sets the shuffle buckets of the
-candidate stage (default: 4 per worker thread).
+core) that lives as long as the command. ``--partitions`` sets how many pieces the input is read
+in by the workers (byte ranges of large JSONL files, whole files otherwise) and the shuffle
+buckets of the candidate stage (default: 4 per worker thread, and one per 64 MB of input).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def add_engine_options(command: Callable) -> Callable:
             group="Engine",
             type=click.IntRange(min=1),
             default=None,
-            help="With --engine dask: shuffle buckets of the candidate stage [default: 4 per worker thread].",
+            help="With --engine dask: input partitions the workers read (byte ranges of large JSONL files, whole "
+            "files otherwise) and shuffle buckets of the candidate stage [default: 4 per worker thread, at least "
+            "one per 64 MB of input].",
         ),
     ]
     for decorate in reversed(options):

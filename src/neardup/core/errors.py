@@ -27,6 +27,10 @@ class InputError(NeardupError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):
+        # raised in another process (a Dask worker reading its partition) and pickled back
+        return type(self), (self.path, self.line, self.message, self.reason)
+
 
 class IncompatibleSketchError(NeardupError, ValueError):
     """Two sketches were made with different schemes (hash family, seed, K, shingling, version)."""

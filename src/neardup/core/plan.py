@@ -46,7 +46,7 @@ import numpy as np
 from .arrays import RowBuffer
 from .parallel import Threads
 
-__all__ = ["GroupBy", "Plan", "Prepass", "Reducer", "Rows", "Scan", "StageContext", "Step"]
+__all__ = ["GroupBy", "Plan", "Prepass", "Reducer", "Rows", "Scan", "Sharded", "StageContext", "Step"]
 
 
 class Reducer(Protocol):
@@ -116,13 +116,45 @@ class Prepass:
 
 
 @dataclass(frozen=True)
+class Sharded:
+    """The plan's work after its first scan, on *shards* of per-document state, so that an engine
+    can leave each shard where it was computed (the Dask engine keeps it on the worker that
+    read the documents, and no process holds every document's state).
+
+    A shard is the first scan's reducer result for a stretch of consecutive documents, of which
+    the engine keeps ``columns`` (row-aligned arrays, ``rows`` below). The functions must give
+    what the plan's later stages give (the contract tests check it):
+
+    - ``keys(config, rows) -> (keys, member)``: the candidate stage's group-by keys of the shard's
+      documents (as :class:`GroupBy` ``keys``, on the shard's rows);
+    - ``verify(config, members, rows) -> (a, b, similarity)``: a group's near-duplicate pairs,
+      ``members`` and the pairs being row positions in ``rows`` (the rows of some documents,
+      gathered from their shards, in document order);
+    - ``similarity(config, rows, docs, others)``: the plan's similarity of ``docs[q]`` to
+      ``others[q]``, positions in ``rows``;
+    - ``empty(config, rows)``: bool per document, those with no features.
+    """
+
+    columns: tuple[str, ...]
+    keys: Callable[..., tuple[np.ndarray, np.ndarray]]
+    verify: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
+    similarity: Callable[..., np.ndarray]
+    empty: Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
 class Plan:
-    """A method's batch job (see the module docs)."""
+    """A method's batch job (see the module docs).
+
+    ``sharded`` (optional): the stages after the first scan as functions of shards of
+    per-document state (:class:`Sharded`), for engines that keep that state where it was made.
+    """
 
     config: Any
     stages: tuple[Scan | Step | GroupBy, ...]
     similarity: Callable[[Any, dict[str, Any], np.ndarray, np.ndarray], np.ndarray]
     prepass: Prepass | None = None
+    sharded: Sharded | None = None
 
     @property
     def scans(self) -> int:

@@ -14,6 +14,7 @@ result found on the representatives of the exact pre-pass back to every document
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -102,6 +103,7 @@ def finish_job(
     want_pairs: bool,
     counters: dict[str, float],
     timings: dict[str, float],
+    similarity: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> JobResult:
     """The :class:`JobResult` of a plan whose stages have run, ``state`` holding ``root``, ``empty``
     and (with ``want_pairs``) ``pairs`` over the documents the stages saw: every document, or the
@@ -111,6 +113,10 @@ def finish_job(
     similarity 1.0 and a pair of representatives stands for every pair of their members. Groups
     whose representative has no features are dissolved: empty documents never match, not even
     each other.
+
+    ``similarity(docs, others)`` (default: the plan's similarity over ``state``) gives the
+    similarity of each document to its kept one, as indices among the documents the stages saw:
+    an engine that keeps the per-document state elsewhere computes it there.
     """
     keep = check("keep", keep, KEEP)
     for name in ("root", "empty") + (("pairs",) if want_pairs else ()):
@@ -135,5 +141,8 @@ def finish_job(
         raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
     kept = choose_kept(root, keep, lengths)
     docs = np.arange(n, dtype=np.int64)
-    similarity = np.asarray(plan.similarity(plan.config, state, to_sub(docs), to_sub(kept)), dtype=np.float64)
-    return JobResult(ids, lengths, root, kept, similarity, pairs, empty, counters, timings)
+    if similarity is None:
+        found = plan.similarity(plan.config, state, to_sub(docs), to_sub(kept))
+    else:
+        found = similarity(to_sub(docs), to_sub(kept))
+    return JobResult(ids, lengths, root, kept, np.asarray(found, dtype=np.float64), pairs, empty, counters, timings)

@@ -29,19 +29,50 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from operator import getitem
 from typing import Any
 
 import numpy as np
 
-from ..core.documents import DocBatch
+from ..core.arrays import text_lengths
+from ..core.documents import DocBatch, DocumentSource
+from ..core.errors import InputChangedError
 from ..core.parallel import Threads
-from ..core.plan import GroupBy, Scan, StageContext
+from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
-from .dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest, unique_pairs, verify_bucket
-from .local import LocalEngine, _finished, _prepared, _subset
+from ..io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats
+from ..io.policy import ReadStats
+from ..methods.exact.groups import ExactGroups, ExactPrepass
+from .base import JobResult, Keep, NoProgress, Progress, finish_job
+from .dask_groupby import (
+    bucket_entries,
+    entries_bytes,
+    grouped_entries,
+    merge_forests,
+    pairs_forest,
+    roots_from_forest,
+    shard_empty,
+    shard_entries,
+    similarity_with_rows,
+    take_bucket_rows,
+    take_rows,
+    unique_pairs,
+    verify_bucket,
+    verify_with_rows,
+)
+from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
 __all__ = ["DaskEngine", "local_client"]
+
+PARTITION_BYTES = 64 << 20
+"""Default input partition size: splittable input bytes per partition."""
+
+
+def _reads_on_workers(source: Any) -> bool:
+    """Whether the workers read the source's partitions themselves (files, by default), else this
+    process reads it and sends the batches."""
+    return isinstance(source, FileSource) and source.partitionable
 
 
 def _nbytes(obj: Any) -> int:
@@ -52,6 +83,8 @@ def _nbytes(obj: Any) -> int:
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
     if isinstance(obj, str):
         return len(obj)
+    if isinstance(obj, FilePart):
+        return len(obj.path) + 24
     if isinstance(obj, dict):
         return sum(_nbytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
@@ -59,36 +92,120 @@ def _nbytes(obj: Any) -> int:
     return 0
 
 
-def _without_batch(fn, item):
-    """``fn(item)`` on a worker, returned without the batch it starts with (the caller has it)."""
-    result = fn(item)
-    if isinstance(result, tuple) and result and isinstance(result[0], DocBatch):
-        return (None, *result[1:])
-    return result
+# --------------------------------------------------------------------------------------------
+# the scans, as functions of one partition (run on the workers)
 
 
-def _lengths_and_keys(first: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """From a first pre-pass phase's result on a worker: only what the admission needs."""
-    return first[1], first[3]
+def _load(options: ReadOptions | None, part) -> tuple[list[DocBatch], ReadStats | None]:
+    """A partition's documents as batches numbered from 0: a :class:`FilePart` is read here;
+    any other part is a batch the driver sent."""
+    if isinstance(part, FilePart):
+        stats = ReadStats(details=[])  # every skip's details: the driver keeps them when --skipped asks
+        return part.batches(options, stats), stats
+    return [DocBatch(0, part.ids, part.texts)], None
 
 
-def _finish_remote(stage: Scan, config: Any, inputs: list[Any], first: tuple, chosen: np.ndarray, start: int):
-    """The second pre-pass phase on the worker that holds the first one's result: the part."""
-    batch, lengths, prepared, _ = first
-    sub = None if stage.prepare is not None else _subset(batch, chosen, start)
-    return _finished(stage, config, inputs, (batch, lengths, prepared, chosen, sub))[2]
+def _read_first(stage: Scan, config: Any, prepass: Prepass | None, options, part):
+    """First scan, phase 1: read the partition and (with the pre-pass) prepare it; the result
+    stays on the worker until phase 2."""
+    batches, stats = _load(options, part)
+    if prepass is None:
+        items = [(b, text_lengths(b.texts), None, None) for b in batches]
+    else:
+        items = [_prepared(stage, config, prepass, b) for b in batches]
+    return items, stats
 
 
-def _call(fn, item):
-    return fn(item)
+def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, ReadStats | None]:
+    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters."""
+    items, stats = held
+    ids = [i for item in items for i in item[0].ids]
+    lengths = np.concatenate([item[1] for item in items]) if items else np.empty(0, np.int64)
+    keys = np.concatenate([item[3] for item in items]) if items and items[0][3] is not None else None
+    return ids, lengths, keys, stats
 
 
-def _batch_of(item: Any) -> DocBatch | None:
-    if isinstance(item, DocBatch):
-        return item
-    if isinstance(item, tuple) and item and isinstance(item[0], DocBatch):
-        return item[0]
-    return None
+def _finish_first(stage: Scan, config: Any, inputs: list[Any], held, chosen, doc_start: int, sub_start: int):
+    """First scan, phase 2: the parts of the partition's documents (of those ``chosen`` by the
+    pre-pass), numbered from ``doc_start`` (``sub_start`` among the representatives)."""
+    items, _ = held
+    parts = []
+    offset, sub = 0, sub_start
+    for batch, lengths, prepared, _keys in items:
+        whole = DocBatch(doc_start + offset, batch.ids, batch.texts)
+        if chosen is None:
+            parts.append(_whole(stage, config, inputs, whole)[2])
+        else:
+            mask = chosen[offset : offset + len(batch)]
+            picked = None if stage.prepare is not None else _subset(whole, mask, sub)
+            parts.append(_finished(stage, config, inputs, (whole, lengths, prepared, mask, picked))[2])
+            sub += int(np.count_nonzero(mask))
+        offset += len(batch)
+    return parts
+
+
+def _finish_shard(
+    stage: Scan, config: Any, inputs: list[Any], held, chosen, doc_start: int, sub_start: int, columns: tuple
+) -> dict[str, Any]:
+    """First scan, phase 2, state kept on the worker: the partition's parts reduced there into a
+    shard (:mod:`neardup.engine.dask_groupby`) of the columns the plan's ``Sharded`` reads."""
+    reducer = stage.reduce(config)
+    for part in _finish_first(stage, config, inputs, held, chosen, doc_start, sub_start):
+        if part is not None:
+            reducer.add(part)
+    out = reducer.result()
+    rows = {name: out[name] for name in columns}
+    n = len(next(iter(rows.values()))) if rows else 0
+    return {"start": sub_start, "n": n, "rows": rows, "counters": out.get("counters")}
+
+
+def _shard_counters(shard: dict[str, Any]) -> dict[str, float] | None:
+    return shard["counters"]
+
+
+def _rescan(stage: Scan, config: Any, inputs: list[Any], options, part, expected: int, chosen, sub_start: int):
+    """A later scan of one partition: the parts of its documents (those ``chosen`` when the
+    pre-pass ran), numbered from ``sub_start``."""
+    batches, _ = _load(options, part)
+    got = sum(map(len, batches))
+    if got != expected:
+        where = f"{part.path} [{part.begin}, {part.end})" if isinstance(part, FilePart) else "a batch"
+        raise InputChangedError(
+            f"the input changed while the job ran: {where} gave {expected:,} documents when first read and "
+            f"{got:,} when read again for {stage.name!r}"
+        )
+    parts = []
+    offset, sub = 0, sub_start
+    for batch in batches:
+        if chosen is None:
+            picked = DocBatch(sub, batch.ids, batch.texts)
+        else:
+            picked = _subset(batch, chosen[offset : offset + len(batch)], sub)
+        if len(picked):
+            parts.append(stage.map(config, picked, *inputs))
+        sub += len(picked)
+        offset += len(batch)
+    return parts
+
+
+class _Job:
+    """What the driver keeps of a job's input: ids, lengths, the partitions and their documents
+    (counted by the first scan), the exact pre-pass groups."""
+
+    def __init__(self, source: DocumentSource) -> None:
+        self.source = source
+        self.ids: list[str] = []
+        self.lengths: list[np.ndarray] = []
+        self.parts: list[FilePart | None] | None = None
+        self.part_docs: list[int] = []
+        self.groups: ExactGroups | None = None
+        self.shards: list[tuple[int, int, Any]] = []
+        """(first document, documents, future) of each shard kept on the workers."""
+
+
+def _taken_bytes(*taken) -> int:
+    """Bytes of the rows shards sent to one bucket."""
+    return sum(int(docs.nbytes) + sum(int(a.nbytes) for a in rows.values()) for docs, rows in taken)
 
 
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -132,9 +249,22 @@ class DaskEngine(LocalEngine):
     Dask anyway); ``threads``: this process's threads for the plan's steps.
     """
 
-    def __init__(self, client, *, partitions: int | None = None, retries: int = 2, threads: int = 1) -> None:
+    def __init__(
+        self,
+        client,
+        *,
+        partitions: int | None = None,
+        retries: int = 2,
+        threads: int = 1,
+        worker_state: bool = True,
+    ) -> None:
         super().__init__(workers=threads)
         self.client = client
+        self.worker_state = bool(worker_state)
+        self.input_partitions = 0
+        """Input partitions of the last job."""
+        self.row_bytes: dict[str, int] = {}
+        """Bytes of per-document rows moved between workers by the last job (worker state only)."""
         self.partitions = None if partitions is None else check_int("partitions", partitions, 1, 1 << 20)
         self.retries = check_int("retries", retries, 0, 100)
         self.shuffle_bytes: dict[str, int] = {}
@@ -146,80 +276,232 @@ class DaskEngine(LocalEngine):
     def __repr__(self) -> str:
         return f"DaskEngine({self.client!r}, partitions={self.partitions})"
 
-    def run(self, plan, source, **kwargs):
+    def run(
+        self,
+        plan: Plan,
+        source: DocumentSource,
+        *,
+        keep: Keep = "first",
+        want_pairs: bool = False,
+        progress: Progress | None = None,
+    ) -> JobResult:
         """Run ``plan`` over ``source`` on the cluster; see :class:`~neardup.engine.base.Engine`."""
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
-        return super().run(plan, source, **kwargs)
+        self.input_partitions = 0
+        self.row_bytes = {}
+        progress = progress or NoProgress()
+        config = plan.config
+        state: dict[str, Any] = {}
+        counters: dict[str, float] = {}
+        timings: dict[str, float] = {}
+        job = _Job(source)
+        sharded = plan.sharded if self.worker_state else None
+        if sharded is not None:
+            return self._run_sharded(plan, sharded, job, keep, want_pairs, progress)
+        with Threads(self.workers) as threads:
+            ctx = StageContext(threads, want_pairs, counters)
+            for stage in plan.stages:
+                progress.stage(stage.name)
+                t0 = time.perf_counter()
+                inputs = _inputs(state, stage)
+                if isinstance(stage, Scan):
+                    reducer = stage.reduce(config)
+                    if job.parts is None:
+                        self._first_scan_parts(stage, config, inputs, plan.prepass, job, reducer, progress)
+                        if job.groups is not None:
+                            counters["exact_duplicates"] = job.groups.n_duplicates
+                    else:
+                        self._scan_again(stage, config, inputs, job, reducer, progress)
+                    out = reducer.result()
+                elif isinstance(stage, Step):
+                    out = stage.fn(config, ctx, *inputs)
+                elif isinstance(stage, GroupBy):
+                    out = self.group_by(stage, config, ctx, inputs)
+                else:
+                    raise TypeError(f"unknown stage {stage!r}")
+                _add_counters(counters, out.pop("counters", None))
+                state.update(out)
+                timings[stage.name] = timings.get(stage.name, 0.0) + time.perf_counter() - t0
+                if job.parts is None:
+                    raise RuntimeError(f"the {config.name} plan must start with a scan of the input")
+        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+        return finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings)
 
     def _cluster_threads(self) -> int:
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
 
-    def stream(self, threads: Threads, fn, items: Iterable[Any]) -> Iterator[Any]:
-        """``fn`` over the batches on the cluster, results in input order, ``2 * cluster threads``
-        batches in flight."""
-        window = 2 * self._cluster_threads()
-        pending: deque = deque()
+    def _file_parts(self, source: FileSource) -> list[FilePart]:
+        """The partitions of a file source: about ``partitions`` of them (default: 4 per worker
+        thread, and at least one per 64 MB of splittable input); the byte ranges are located
+        on the workers (one small answer each)."""
+        threads = self._cluster_threads()
+        target = self.partitions or max(4 * threads, -(-source.input_bytes() // PARTITION_BYTES))
 
-        def done():
-            item, future = pending.popleft()
-            result = future.result()
-            self.scan_bytes["to workers"] += _nbytes(item)
-            self.scan_bytes["from workers"] += _nbytes(result)
-            if isinstance(result, tuple) and result and result[0] is None:
-                result = (_batch_of(item), *result[1:])
-            return result
+        def locate(ranged: list[FilePart]) -> list[tuple[int, int, int]]:
+            return self.client.gather(self.client.map(locate_range, ranged, pure=False, retries=self.retries))
 
-        for item in items:
-            task = _without_batch if _batch_of(item) is not None else _call
-            pending.append((item, self.client.submit(task, fn, item, pure=False, retries=self.retries)))
-            if len(pending) >= window:
-                yield done()
-        while pending:
-            yield done()
+        return source.parts(target, locate)
 
-    def _first_scan(self, stage, config, inputs, source, prepass, admission, threads):
-        """The first scan; with the exact pre-pass, each batch's prepared form stays on its worker
-        between the two phases (only lengths and exact keys come here to be admitted)."""
-        if admission is None:
-            yield from super()._first_scan(stage, config, inputs, source, prepass, admission, threads)
-            return
+    def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
+        """The plan with its per-document state left on the workers: the first scan makes one
+        shard per partition there, and the candidate stage, the components and the similarity
+        to the kept documents run on the shards (:meth:`_sharded_group_by`). What comes here:
+        ids, lengths, exact keys, the empty flags, the roots, the similarities, the pairs when
+        asked for, and counts."""
+        config = plan.config
+        scan, group = plan.stages[0], plan.stages[-1]
+        if not isinstance(scan, Scan) or not isinstance(group, GroupBy):
+            raise RuntimeError(f"the {config.name} plan's sharded form needs a first scan and a last group-by")
+        counters: dict[str, float] = {}
+        timings: dict[str, float] = {}
+        progress.stage(scan.name)
+        t0 = time.perf_counter()
+        self._first_scan_parts(scan, config, [], plan.prepass, job, None, progress, sharded.columns)
+        if job.groups is not None:
+            counters["exact_duplicates"] = job.groups.n_duplicates
+        for found in self.client.gather([self.client.submit(_shard_counters, f) for _, _, f in job.shards]):
+            _add_counters(counters, found)
+        timings[scan.name] = time.perf_counter() - t0
+        progress.stage(group.name)
+        t0 = time.perf_counter()
+        state = self._sharded_group_by(group.name, sharded, config, job, want_pairs)
+        _add_counters(counters, state.pop("counters"))
+        timings[group.name] = time.perf_counter() - t0
+        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return self._sharded_similarity(sharded, config, job, docs, others)
+
+        result = finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings, similarity)
+        job.shards = []  # released on the cluster with their last reference
+        return result
+
+    def _first_scan_parts(
+        self, stage, config, inputs, prepass, job: _Job, reducer, progress, columns: tuple | None = None
+    ) -> None:
+        """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
+        result stays there; ids, lengths and exact keys come here to be admitted in input order;
+        phase 2 (the method's map) runs on the worker that holds phase 1, and its parts come
+        back to ``reducer`` or, with ``columns``, are reduced there into a shard that stays
+        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once."""
+        from dask.distributed import wait
+
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
+        admission = ExactPrepass() if prepass is not None else None
+        if _reads_on_workers(job.source):
+            parts: Iterable[Any] = self._file_parts(job.source)
+            self.input_partitions = len(parts)
+            options, stats = job.source.options, job.source.claim_stats()
+        else:
+            parts, options, stats = job.source(), None, None
+        job.parts, job.part_docs = [], []
+        read_stats: list[ReadStats] = []
         first: deque = deque()
         second: deque = deque()
-        start = 0
+        doc_start = sub_start = 0
 
-        def admit_oldest():
-            nonlocal start
-            batch, whole, small = first.popleft()
-            lens, keys = small.result()
-            self.scan_bytes["to workers"] += _nbytes(batch)
-            self.scan_bytes["from workers"] += _nbytes(lens) + _nbytes(keys)
-            chosen = admission.admit(keys)
+        def admit_oldest() -> None:
+            nonlocal doc_start, sub_start
+            part, held, summary = first.popleft()
+            ids, lengths, keys, part_stats = summary.result()
+            self.scan_bytes["from workers"] += _nbytes(ids) + _nbytes(lengths) + _nbytes(keys)
+            if part_stats is not None:
+                read_stats.append(part_stats)
+            job.ids.extend(ids)
+            job.lengths.append(lengths)
+            job.parts.append(part if isinstance(part, FilePart) else None)
+            job.part_docs.append(len(ids))
+            chosen = admission.admit(keys) if admission is not None else None
             self.scan_bytes["to workers"] += _nbytes(chosen)
-            part = client.submit(_finish_remote, stage, config, inputs, whole, chosen, start, retries=retries)
-            start += int(np.count_nonzero(chosen))
-            second.append((batch, lens, part))
+            m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
+            args = (stage, config, inputs, held, chosen, doc_start, sub_start)
+            if columns is None:
+                future = client.submit(_finish_first, *args, retries=retries)
+            else:
+                future = client.submit(_finish_shard, *args, columns, retries=retries)
+                job.shards.append((sub_start, m, future))
+            doc_start += len(ids)
+            sub_start += m
+            second.append((len(ids), future))
 
-        def finish_oldest():
-            batch, lens, part = second.popleft()
-            result = part.result()
-            self.scan_bytes["from workers"] += _nbytes(result)
-            return batch, lens, result
+        def finish_oldest() -> None:
+            n, future = second.popleft()
+            if columns is None:
+                found = future.result()
+                self.scan_bytes["from workers"] += _nbytes(found)
+                for part in found:
+                    if part is not None:
+                        reducer.add(part)
+            else:  # the shard stays where it was made; waiting only bounds the work in flight
+                wait([future])
+                if future.status == "error":
+                    future.result()
+            progress.advance(n)
 
-        for batch in source():
-            whole = client.submit(_prepared, stage, config, prepass, batch, pure=False, retries=retries)
-            first.append((batch, whole, client.submit(_lengths_and_keys, whole, retries=retries)))
+        for part in parts:
+            self.scan_bytes["to workers"] += _nbytes(part)
+            held = client.submit(_read_first, stage, config, prepass, options, part, pure=False, retries=retries)
+            first.append((part, held, client.submit(_summary, held, retries=retries)))
             if len(first) >= window:
                 admit_oldest()
             if len(second) >= window:
-                yield finish_oldest()
+                finish_oldest()
         while first:
             admit_oldest()
+            if len(second) >= window:
+                finish_oldest()
         while second:
-            yield finish_oldest()
+            finish_oldest()
+        if admission is not None:
+            job.groups = admission.groups()
+        if stats is not None:
+            merge_stats(stats, job.parts, read_stats, job.source.sources)
+
+    def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress) -> None:
+        """A later scan: each partition read again on a worker (file parts), or sent again (any
+        other source), its chosen documents mapped there; parts come back in input order."""
+        client, retries = self.client, self.retries
+        window = 2 * self._cluster_threads()
+        shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
+        options = job.source.options if _reads_on_workers(job.source) else None
+        if _reads_on_workers(job.source):
+            parts: Iterable[Any] = job.parts
+        else:
+            parts = job.source()
+        pending: deque = deque()
+        sketch = job.groups.sketch if job.groups is not None else None
+        doc_start = sub_start = 0
+
+        def done() -> None:
+            n, future = pending.popleft()
+            found = future.result()
+            self.scan_bytes["from workers"] += _nbytes(found)
+            for part in found:
+                reducer.add(part)
+            progress.advance(n)
+
+        for k, part in enumerate(parts):
+            expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
+            chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
+            self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
+            future = client.submit(
+                _rescan, stage, config, shared, options, part, expected, chosen, sub_start, pure=False, retries=retries
+            )
+            pending.append((expected, future))
+            doc_start += expected
+            sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
+            if len(pending) >= window:
+                done()
+        while pending:
+            done()
+        if doc_start != len(job.ids):
+            raise InputChangedError(
+                f"the input changed while the job ran: it gave {len(job.ids):,} documents when first read and "
+                f"{doc_start:,} when read again for {stage.name!r}"
+            )
 
     def group_by(self, stage: GroupBy, config: Any, ctx: StageContext, inputs: list[Any]) -> dict[str, Any]:
         """The candidate stage by its definition, bucket by bucket on the workers."""
@@ -238,6 +520,23 @@ class DaskEngine(LocalEngine):
             client.submit(verify_bucket, stage.verify, config, b, state, pure=False, retries=self.retries)
             for b in bucket_futures
         ]
+        out = self._components(n, results, ctx.want_pairs)
+        groups, pair_count = out.pop("groups"), out.pop("pair_count")
+        del results, bucket_futures, state  # released on the cluster with their last reference
+        self.shuffle_bytes[stage.name] = shuffled
+        out["counters"] = {
+            "dask_shuffle_bytes": float(shuffled),
+            "dask_buckets": float(parts),
+            "dask_groups_verified": float(groups),
+            "dask_bucket_pairs": float(pair_count),
+        }
+        self.group_by_seconds[stage.name] = time.perf_counter() - t0
+        return out
+
+    def _components(self, n: int, results: list, want_pairs: bool) -> dict[str, Any]:
+        """From the buckets' verified pairs (futures): the roots (each bucket's forest, merged
+        pairwise in a tree on the workers), the pairs when wanted, and counts."""
+        client = self.client
         forests = [client.submit(_bucket_forest, r, retries=self.retries) for r in results]
         while len(forests) > 1:  # a tree of pairwise merges
             merged = [
@@ -249,21 +548,94 @@ class DaskEngine(LocalEngine):
             forests = merged
         forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
         out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
-        groups = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
-        pair_count = sum(client.gather([client.submit(_bucket_sizes, r) for r in results]))
-        if ctx.want_pairs:
+        out["groups"] = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
+        out["pair_count"] = sum(client.gather([client.submit(_bucket_sizes, r) for r in results]))
+        if want_pairs:
             found = client.gather([client.submit(_bucket_pairs, r) for r in results])
             a = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.int64)
             b = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.int64)
             s = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float64)
             out["pairs"] = unique_pairs(a, b, s)
-        del results, bucket_futures, state, forests  # released on the cluster with their last reference
-        self.shuffle_bytes[stage.name] = shuffled
-        out["counters"] = {
+        return out
+
+    def _sharded_group_by(
+        self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
+    ) -> dict[str, Any]:
+        """The candidate stage on the shards: each shard computes its (table, key, document)
+        entries and splits them into buckets where it is; each bucket keeps its groups of two or
+        more and asks each shard for the rows of those documents; verification, forests and
+        their merges run on the workers. Returns the state ``finish_job`` needs."""
+        client, retries = self.client, self.retries
+        t0 = time.perf_counter()
+        shards = [f for _, _, f in job.shards]
+        n = sum(m for _, m, _ in job.shards)
+        buckets = self.partitions or 4 * self._cluster_threads()
+        empty = [client.submit(shard_empty, sharded.empty, config, f, retries=retries) for f in shards]
+        entries = [client.submit(shard_entries, sharded.keys, config, f, buckets, retries=retries) for f in shards]
+        sizes = [client.submit(entries_bytes, e) for e in entries]
+        grouped = [
+            client.submit(grouped_entries, *[client.submit(getitem, e, b) for e in entries], retries=retries)
+            for b in range(buckets)
+        ]
+        taken = [[client.submit(take_bucket_rows, f, g, retries=retries) for f in shards] for g in grouped]
+        moved = [client.submit(_taken_bytes, *t) for t in taken] if shards else []
+        results = [
+            client.submit(verify_with_rows, sharded.verify, config, g, *t, retries=retries)
+            for g, t in zip(grouped, taken)
+        ]
+        out = self._components(n, results, want_pairs) if shards else {"root": np.arange(0), "groups": 0}
+        empty = client.gather(empty)
+        state: dict[str, Any] = {"empty": np.concatenate(empty) if empty else np.zeros(0, dtype=bool)}
+        shuffled = sum(client.gather(sizes))
+        moved = client.gather(moved)
+        groups, pair_count = out.pop("groups"), out.pop("pair_count", 0)
+        state.update(out)
+        del entries, grouped, taken, results
+        self.shuffle_bytes[name] = shuffled
+        self.row_bytes["verify"] = int(sum(moved))
+        state["counters"] = {
             "dask_shuffle_bytes": float(shuffled),
-            "dask_buckets": float(parts),
+            "dask_buckets": float(buckets),
             "dask_groups_verified": float(groups),
             "dask_bucket_pairs": float(pair_count),
+            "dask_rows_moved_bytes": float(sum(moved)),
         }
-        self.group_by_seconds[stage.name] = time.perf_counter() - t0
+        self.group_by_seconds[name] = time.perf_counter() - t0
+        return state
+
+    def _sharded_similarity(
+        self, sharded: Sharded, config: Any, job: _Job, docs: np.ndarray, others: np.ndarray
+    ) -> np.ndarray:
+        """Each document's similarity to its kept one, on the shards' rows: the pairs of distinct
+        documents go to buckets by the kept document, each bucket gets the rows of its documents
+        from the shards that hold them (each row moves once), and only the similarities come
+        back."""
+        client, retries = self.client, self.retries
+        out = np.ones(len(docs), dtype=np.float64)
+        q = np.flatnonzero(docs != others)
+        if not len(q):
+            return out
+        d, k = docs[q], others[q]
+        starts = np.array([start for start, _, _ in job.shards], dtype=np.int64)
+        ends = starts + np.array([m for _, m, _ in job.shards], dtype=np.int64)
+        buckets = self.partitions or 4 * self._cluster_threads()
+        bucket = k % buckets
+        pending = []
+        moved = 0
+        for c in range(buckets):  # submitted all at once; gathered after
+            sel = np.flatnonzero(bucket == c)
+            if not len(sel):
+                continue
+            wanted = np.unique(np.concatenate([d[sel], k[sel]]))
+            lo, hi = np.searchsorted(wanted, starts), np.searchsorted(wanted, ends)
+            taken = [
+                client.submit(take_rows, job.shards[r][2], wanted[lo[r] : hi[r]], retries=retries)
+                for r in np.flatnonzero(hi > lo).tolist()
+            ]
+            found = client.submit(similarity_with_rows, sharded.similarity, config, d[sel], k[sel], *taken)
+            pending.append((sel, found, client.submit(_taken_bytes, *taken)))
+        for sel, found, size in pending:
+            out[q[sel]] = found.result()
+            moved += size.result()
+        self.row_bytes["similarity"] = int(moved)
         return out

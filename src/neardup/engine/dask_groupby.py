@@ -153,3 +153,91 @@ def roots_from_forest(n: int, forest: tuple[np.ndarray, np.ndarray]) -> np.ndarr
     nodes, roots = forest
     root[nodes] = roots
     return root
+
+
+# --------------------------------------------------------------------------------------------
+# The same stage on shards of per-document state that stay on the workers (core.plan.Sharded).
+# A shard is a dict: ``start`` (its first document), ``n`` (its documents) and ``rows`` (the
+# row-aligned columns the method's Sharded functions read). Only (table, key, document) entries
+# travel in the shuffle; a bucket then asks each shard for the rows of the documents of its
+# groups of two or more (most band keys are alone, so few rows move), and verifies them there.
+
+
+def shard_entries(keys_fn, config: Any, shard: dict[str, Any], buckets: int) -> list[dict[str, np.ndarray]]:
+    """A shard's (table, key, document) entries split into ``buckets`` (see :func:`bucket_entries`),
+    with document numbers of the whole job."""
+    keys, member = keys_fn(config, shard["rows"])
+    parts = bucket_entries(keys, member, buckets)
+    for part in parts:
+        part["doc"] += shard["start"]
+    return parts
+
+
+def entries_bytes(parts: list[dict[str, np.ndarray]]) -> int:
+    """Bytes of a shard's entries (what its part of the shuffle moves)."""
+    return sum(int(a.nbytes) for part in parts for a in part.values())
+
+
+def grouped_entries(*pieces: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One bucket's entries from every shard, keeping only the groups of two or more documents
+    (sorted by table, key, document), and ``docs``: the documents they name, sorted."""
+    table = np.concatenate([p["table"] for p in pieces])
+    key = np.concatenate([p["key"] for p in pieces])
+    doc = np.concatenate([p["doc"] for p in pieces])
+    m = len(doc)
+    if m:
+        order = np.lexsort((doc, *key.T[::-1], table))
+        table, key, doc = table[order], key[order], doc[order]
+        change = np.ones(m + 1, dtype=bool)
+        change[1:-1] = (table[1:] != table[:-1]) | (key[1:] != key[:-1]).any(axis=1)
+        bounds = np.flatnonzero(change)
+        sizes = np.diff(bounds)
+        keep = np.repeat(sizes >= 2, sizes)
+        table, key, doc = table[keep], key[keep], doc[keep]
+    return {"table": table, "key": key, "doc": doc, "docs": np.unique(doc)}
+
+
+def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The documents of sorted ``wanted`` that the shard holds, and their rows."""
+    start = shard["start"]
+    lo, hi = np.searchsorted(wanted, [start, start + shard["n"]])
+    docs = np.asarray(wanted[lo:hi], dtype=np.int64)
+    return docs, {name: column[docs - start] for name, column in shard["rows"].items()}
+
+
+def take_bucket_rows(shard: dict[str, Any], bucket: dict[str, np.ndarray]):
+    """:func:`take_rows` of the documents a bucket's groups name."""
+    return take_rows(shard, bucket["docs"])
+
+
+def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Rows taken from shards in shard order: their documents (sorted) and rows, joined."""
+    docs = np.concatenate([t[0] for t in taken])
+    rows = {name: np.concatenate([t[1][name] for t in taken]) for name in taken[0][1]}
+    return docs, rows
+
+
+def _verify_positions(config: Any, members: np.ndarray, verify, docs: np.ndarray, rows: dict[str, np.ndarray]):
+    """``verify`` of one group on the joined rows: positions in, document numbers out (docs are
+    sorted, so a < b holds for both)."""
+    a, b, s = verify(config, np.searchsorted(docs, members), rows)
+    return docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)], s
+
+
+def verify_with_rows(verify, config: Any, bucket: dict[str, np.ndarray], *taken):
+    """:func:`verify_bucket` of a bucket of grouped entries, on the rows its shards sent."""
+    docs, rows = _joined_rows(taken)
+    return verify_bucket(_verify_positions, config, bucket, [verify, docs, rows])
+
+
+def similarity_with_rows(similarity, config: Any, docs_q: np.ndarray, others_q: np.ndarray, *taken) -> np.ndarray:
+    """The method's similarity of ``docs_q[q]`` to ``others_q[q]`` on the rows the shards sent."""
+    docs, rows = _joined_rows(taken)
+    return np.asarray(
+        similarity(config, rows, np.searchsorted(docs, docs_q), np.searchsorted(docs, others_q)), dtype=np.float64
+    )
+
+
+def shard_empty(empty_fn, config: Any, shard: dict[str, Any]) -> np.ndarray:
+    """The shard's documents without features."""
+    return np.asarray(empty_fn(config, shard["rows"]), dtype=bool)

@@ -135,16 +135,16 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
             pol.reject(damaged(path, exc, records))
 
 
-def _scan_jsonl_blocks(stream, path: str, pol: Policy) -> Iterator[Chunk]:
-    """The records of an open JSONL stream, a block at a time, via the scanning kernel."""
+def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool = True) -> Iterator[Chunk]:
+    """The records of an open JSONL stream, a block at a time, via the scanning kernel; ``base``:
+    the lines of the file before the stream's first (a byte range of a file starts later)."""
     from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK
     from .jsonl_scan import scan_block
 
     text_key = pol.text_field.encode("utf-8", "surrogatepass")
     id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
-    base = 0  # lines before this block
     buffer = None  # the kernel's output buffer, reused block after block
-    for block in raw_blocks(stream, path, pol, damage=True):
+    for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
         r = scan_block(block, text_key, id_key, buffer)
         buffer = r.out
         status = r.status

@@ -192,16 +192,16 @@ def open_input(name: str, pol: Policy):
         return None
 
 
-def raw_blocks(stream, name: str, pol: Policy, damage: bool = False) -> Iterator[bytes]:
+def raw_blocks(stream, name: str, pol: Policy, damage: bool = False, *, bom: bool = True) -> Iterator[bytes]:
     """Yield a binary stream a few MiB at a time, cut after a ``\\n`` so that every block holds
     whole lines (only the last block may end without one).
 
-    A leading UTF-8 byte order mark is dropped. A read error ends the file: after ``reject``,
-    or with ``damage`` by raising :class:`StreamDamage` once the complete lines before it are
-    yielded (the incomplete line at the cut is dropped).
+    A leading UTF-8 byte order mark is dropped (with ``bom``: the stream starts the file). A read
+    error ends the file: after ``reject``, or with ``damage`` by raising :class:`StreamDamage`
+    once the complete lines before it are yielded (the incomplete line at the cut is dropped).
     """
     pending: list[bytes] = []
-    first = True
+    first = bom
     offset = 0
     while True:
         try:

@@ -25,7 +25,7 @@ import numpy as np
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.shingles import lower_ascii, shingle_texts_kernel
 from ...core.documents import DocBatch
-from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, StageContext, Step
+from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_for_sketch, encode_texts, kind_code
 from ..exact.keys import keys_from_encoded
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to, verify_pairs
@@ -71,7 +71,10 @@ def minhash_plan(config: MinHashConfig) -> Plan:
         stages.append(Step("verifier", signature_verifier, ("values",)))
     stages.append(GroupBy("verify + cluster", band_groups, verify_group, cluster, ("keys", "candidates", "verifier")))
     prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
-    return Plan(config, tuple(stages), similarity, prepass)
+    sharded = None
+    if config.verify == "signature":
+        sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty)
+    return Plan(config, tuple(stages), similarity, prepass, sharded)
 
 
 def encode_batch(config: MinHashConfig, batch: DocBatch, keys_wanted: bool):
@@ -213,6 +216,33 @@ def cluster(
     if ctx.want_pairs:
         out["pairs"] = (result.pairs_a, result.pairs_b, result.pairs_similarity)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# verify="signature" on shards of rows (core.plan.Sharded): the band step, the verifier and the
+# group-by's keys and verify above, on the signatures and counts of some documents
+
+
+def shard_keys(config: MinHashConfig, rows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The band keys of a shard's documents; those with shingles take part (as ``band_groups``)."""
+    keys = band_keys(rows["values"], config.lsh.bands, config.lsh.rows)
+    member = np.repeat((rows["counts"] > 0)[:, None], keys.shape[1], axis=1)
+    return keys, member
+
+
+def shard_verify(config: MinHashConfig, members: np.ndarray, rows: dict[str, np.ndarray]):
+    """The pairs of a group the signature verifier accepts (as ``verify_group``)."""
+    return verify_pairs(members, Verifier.signature(rows["values"], config.threshold))
+
+
+def shard_similarity(config: MinHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
+    """The signature similarity of ``docs[q]`` to ``others[q]`` (as ``similarity``)."""
+    return similarity_to(docs, others, Verifier.signature(rows["values"], config.threshold))
+
+
+def shard_empty(config: MinHashConfig, rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The documents without shingles (as ``band``)."""
+    return rows["counts"] == 0
 
 
 def similarity(config: MinHashConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

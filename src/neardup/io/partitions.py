@@ -1,0 +1,312 @@
+"""Input files as partitions that another process can read on its own: the documents of a job
+described by ``(path, byte range)``, never shipped as text.
+
+:class:`FileSource` is the :class:`~neardup.core.documents.DocumentSource` of a job over files
+(what :func:`neardup.dedup` reads). Called, it streams the documents on this process, exactly as
+:func:`~neardup.io.read.read_documents`. An engine that reads on other machines (the Dask
+engine) asks it instead for :meth:`FileSource.parts`: small picklable :class:`FilePart`
+descriptions, each read by :meth:`FilePart.read` wherever it runs, through fsspec.
+
+How files are split (:func:`split_ranges`):
+
+* an uncompressed JSON Lines file larger than its share (the input's bytes / ``target``
+  partitions) is cut into byte ranges by the Hadoop/Dask rule: a range ``[start, end)`` begins
+  after the first ``\\n`` at or after ``start`` (at 0 when ``start`` is 0) and ends after the first
+  ``\\n`` at or after ``end`` (the line that crosses ``end`` belongs to it), so the ranges of a
+  file hold each of its lines exactly once;
+* every other input (compressed JSONL, CSV, whose records may span lines, Parquet, Arrow, a
+  folder of ``.txt``/``.html`` files) is one partition.
+
+Document ids ``PATH:LINE`` need the line number where a range starts: :func:`locate_range` (run
+where the data is, one small answer per range) finds the range's true bounds and counts its
+newlines, and :func:`line_bases` prefix-sums those counts per file. Read this way, the
+concatenated partitions give the documents, ids, errors (``file:line``) and skip counters of
+:func:`~neardup.io.read.read_documents`, in the same order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from ..core.documents import DocBatch
+from ..text.html import html_to_text
+from .formats import compression
+from .jsonl import _scan_jsonl_blocks
+from .paths import file_size, open_binary
+from .policy import Policy, ReadStats, make_policy, unreadable, unreadable_errors
+from .read import _batches, resolve_inputs, scan
+from .streams import BLOCK, StreamDamage, damaged
+
+__all__ = ["FilePart", "FileSource", "ReadOptions", "line_bases", "locate_range", "merge_stats", "split_ranges"]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How records are read (the arguments of :func:`~neardup.io.read.read_documents`)."""
+
+    text_field: str = "text"
+    id_field: str | None = None
+    on_error: str = "fail"
+    html: bool = False
+    main_content: bool = False
+    batch_size: int = 2048
+    id_policy: str = "field"
+
+    def policy(self, stats: ReadStats | None) -> Policy:
+        return make_policy(
+            self.text_field, self.id_field, self.on_error, stats, self.html, self.main_content, self.id_policy
+        )
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """One partition of the input: a whole file (``end`` None) or bytes ``[begin, end)`` of an
+    uncompressed JSONL file whose first line is line ``first_line``. ``source`` numbers the
+    expanded input it belongs to (its reading order)."""
+
+    source: int
+    path: str
+    fmt: str
+    begin: int = 0
+    end: int | None = None
+    first_line: int = 1
+
+    def read(self, options: ReadOptions, stats: ReadStats) -> Iterator[tuple[list[str], list[str]]]:
+        """The ``(ids, texts)`` chunks of the partition's valid records, in order; ``stats``
+        counts them (and what was skipped) as :func:`~neardup.io.read.read_documents` would."""
+        pol = options.policy(stats)
+        if self.end is None:
+            chunks = scan(self.path, self.fmt, pol, False, options.batch_size)
+        else:
+            chunks = _scan_range(self, pol)
+        convert = pol.html and self.fmt != "txtdir"
+        for chunk in chunks:
+            stats.documents += len(chunk.ids)
+            texts = [html_to_text(t, main_content=pol.main_content) for t in chunk.texts] if convert else chunk.texts
+            yield chunk.ids, texts
+
+    def batches(self, options: ReadOptions, stats: ReadStats) -> list[DocBatch]:
+        """The partition's documents as batches of ``options.batch_size``, numbered from 0."""
+        out: list[DocBatch] = []
+        ids: list[str] = []
+        texts: list[str] = []
+        size = options.batch_size
+        start = 0
+        for chunk_ids, chunk_texts in self.read(options, stats):
+            ids += chunk_ids
+            texts += chunk_texts
+            while len(ids) >= size:
+                out.append(DocBatch(start, ids[:size], texts[:size]))
+                del ids[:size], texts[:size]
+                start += size
+        if ids:
+            out.append(DocBatch(start, ids, texts))
+        return out
+
+
+class _Limited:
+    """``read(n)`` of at most ``length`` bytes of a binary stream."""
+
+    def __init__(self, raw, length: int) -> None:
+        self._raw = raw
+        self._left = length
+
+    def read(self, size: int) -> bytes:
+        if self._left <= 0:
+            return b""
+        data = self._raw.read(min(size, self._left))
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _scan_range(part: FilePart, pol: Policy):
+    if part.begin == 0:
+        pol.stats.files += 1  # a file counts once, with its first range
+    try:
+        raw = open_binary(part.path)
+        raw.seek(part.begin)
+    except OSError as exc:
+        pol.reject(unreadable(part.path, exc))
+        return
+    records = 0
+    with _Limited(raw, part.end - part.begin) as stream:
+        try:
+            for chunk in _scan_jsonl_blocks(stream, part.path, pol, part.first_line - 1, bom=part.begin == 0):
+                records += len(chunk.ids)
+                yield chunk
+        except StreamDamage as exc:  # the records before the damage are read
+            pol.reject(damaged(part.path, exc, records))
+
+
+def splittable(path: str, fmt: str) -> bool:
+    """Whether a source can be read in byte ranges: uncompressed JSON Lines."""
+    return fmt == "jsonl" and compression(path) is None
+
+
+def split_ranges(sources: Sequence[tuple[str, str]], target: int) -> list[FilePart]:
+    """About ``target`` partitions of ``sources`` (``(path, format)``, in reading order), in
+    reading order, before :func:`locate_range`: ranges are cut at ``size * i // k``.
+
+    >>> [(p.begin, p.end) for p in split_ranges([("x.csv", "csv")], 4)]
+    [(0, None)]
+    """
+    sizes = [file_size(p) if splittable(p, f) else 0 for p, f in sources]
+    share = max(1, math.ceil(sum(sizes) / max(1, target)))
+    parts: list[FilePart] = []
+    for i, ((path, fmt), size) in enumerate(zip(sources, sizes)):
+        k = math.ceil(size / share) if size > share else 1
+        if k <= 1 or not splittable(path, fmt):
+            parts.append(FilePart(i, path, fmt))
+        else:
+            parts += [FilePart(i, path, fmt, size * j // k, size * (j + 1) // k) for j in range(k)]
+    return parts
+
+
+def _line_start_after(f, offset: int, size: int) -> int:
+    """The position just after the first ``\\n`` at or after ``offset`` (``size`` when none);
+    0 for offset 0."""
+    if offset <= 0:
+        return 0
+    if offset >= size:
+        return size
+    f.seek(offset)
+    pos = offset
+    while True:
+        data = f.read(1 << 16)
+        if not data:
+            return size
+        i = data.find(b"\n")
+        if i >= 0:
+            return pos + i + 1
+        pos += len(data)
+
+
+def locate_range(part: FilePart) -> tuple[int, int, int]:
+    """``(begin, end, newlines)``: the true bounds of a range by the splitting rule (module docs)
+    and the number of ``\\n`` between them. Runs where the file is read; an unreadable file gives
+    ``(start, start, 0)``, and the error comes when the range is read."""
+    try:
+        size = file_size(part.path)
+        with open_binary(part.path) as f:
+            begin = _line_start_after(f, part.begin, size)
+            end = _line_start_after(f, part.end, size)
+            newlines = 0
+            if end > begin:
+                f.seek(begin)
+                left = end - begin
+                while left > 0:
+                    data = f.read(min(BLOCK * 4, left))
+                    if not data:
+                        break
+                    newlines += data.count(b"\n")
+                    left -= len(data)
+    except unreadable_errors():
+        return part.begin, part.begin, 0
+    return begin, max(begin, end), newlines
+
+
+def line_bases(parts: Sequence[FilePart], located: Sequence[tuple[int, int, int]]) -> list[FilePart]:
+    """The ranges with their true bounds and first line numbers (newlines prefix-summed per
+    file); empty ranges are dropped, except a file's first (the file still counts as read).
+    Whole files (``end`` None) pass unchanged."""
+    out: list[FilePart] = []
+    lines: dict[int, int] = {}
+    for part, (begin, end, newlines) in zip(parts, located):
+        if part.end is None:  # a whole file
+            out.append(part)
+            continue
+        first = lines.get(part.source, 0)
+        lines[part.source] = first + newlines
+        if begin < end or part.begin == 0:
+            out.append(replace(part, begin=begin, end=end, first_line=first + 1))
+    return out
+
+
+def merge_stats(total: ReadStats, parts: Sequence[FilePart], stats: Sequence[ReadStats], sources) -> None:
+    """Add the counters of the partitions' reads (in order) to ``total``; ``sources`` is the
+    expanded input list, for the per-source document counts."""
+    per_source: dict[int, int] = {}
+    for part, s in zip(parts, stats):
+        total.files += s.files
+        total.documents += s.documents
+        total.skipped += s.skipped
+        total.reasons.update(s.reasons)
+        total.bytes_read += s.bytes_read
+        total.line_ids += s.line_ids
+        total.file_errors += s.file_errors
+        if total.details is not None and s.details:
+            total.details += s.details
+        per_source[part.source] = per_source.get(part.source, 0) + s.documents
+    for i, (path, fmt) in enumerate(sources):
+        if i in per_source:
+            total.sources.append((path, fmt, per_source[i]))
+
+
+class FileSource:
+    """The documents of input files (see the module docs): a re-readable
+    :class:`~neardup.core.documents.DocumentSource` whose first read fills ``stats``, and the
+    description of its partitions for engines that read elsewhere.
+
+    The paths are expanded once (a glob or a folder is listed once, standard input copied once),
+    and checked at once: a missing path or an unknown extension raises
+    :class:`~neardup.core.errors.InputError` here.
+    """
+
+    def __init__(
+        self,
+        paths,
+        options: ReadOptions | None = None,
+        *,
+        input_format: str | None = None,
+        stats: ReadStats | None = None,
+    ) -> None:
+        self.options = options or ReadOptions()
+        if not isinstance(self.options.batch_size, int) or self.options.batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {self.options.batch_size!r}")
+        self.options.policy(None)  # checks the fields and on_error
+        self.sources = resolve_inputs(paths, input_format)
+        self.stats = stats if stats is not None else ReadStats()
+        self._fresh = True
+
+    def __call__(self) -> Iterator[DocBatch]:
+        """Read the documents here (the first read counts into ``stats``)."""
+        stats = self.stats if self._fresh else None
+        self._fresh = False
+        return _batches(self.sources, self.options.policy(stats), self.options.batch_size)
+
+    def claim_stats(self) -> ReadStats | None:
+        """The stats to fill by a first read done elsewhere (None after the first read)."""
+        stats = self.stats if self._fresh else None
+        self._fresh = False
+        return stats
+
+    def parts(self, target: int, locate: Callable[[list[FilePart]], list[tuple[int, int, int]]]) -> list[FilePart]:
+        """About ``target`` partitions, in reading order; ``locate`` runs :func:`locate_range` on
+        each byte range (the Dask engine runs it on its workers)."""
+        parts = split_ranges(self.sources, target)
+        ranged = [p for p in parts if p.end is not None]
+        if not ranged:
+            return parts
+        found = iter(locate(ranged))
+        return line_bases(parts, [next(found) if p.end is not None else (0, 0, 0) for p in parts])
+
+    @property
+    def partitionable(self) -> bool:
+        """Whether partitions may be read apart (not with ``id_policy="line"``, which needs every
+        id read before a record's to tell a repeated one)."""
+        return self.options.id_policy == "field"
+
+    def input_bytes(self) -> int:
+        """Bytes of the inputs that can be split (uncompressed JSONL), for sizing partitions."""
+        return sum(file_size(p) for p, f in self.sources if splittable(p, f))

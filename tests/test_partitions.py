@@ -1,0 +1,172 @@
+"""Input partitions read on their own (io/partitions.py) give read_documents' documents exactly."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+
+import pytest
+
+from neardup.core.errors import InputError
+from neardup.io import ReadStats, read_documents
+from neardup.io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats, split_ranges
+
+
+def _locate_here(parts):
+    return [locate_range(p) for p in parts]
+
+
+def _read_parts(source: FileSource, target: int, stats: ReadStats | None = None):
+    parts = source.parts(target, _locate_here)
+    ids, texts, each = [], [], []
+    for part in parts:
+        s = ReadStats()
+        for batch in part.batches(source.options, s):
+            ids += batch.ids
+            texts += batch.texts
+        each.append(s)
+    if stats is not None:
+        merge_stats(stats, parts, each, source.sources)
+    return parts, ids, texts
+
+
+def _read_all(paths, **kwargs):
+    stats = ReadStats()
+    ids, texts = [], []
+    for batch in read_documents(paths, stats=stats, **kwargs):
+        ids += batch.ids
+        texts += batch.texts
+    return ids, texts, stats
+
+
+def _jsonl(path, lines: list[str], newline: str = "\n", final: bool = True, bom: bool = False) -> None:
+    data = newline.join(lines) + (newline if final else "")
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data.encode())
+
+
+def _records(n: int, with_ids: bool = False) -> list[str]:
+    out = []
+    for i in range(n):
+        rec = {"text": f"document number {i} " + "word " * (i % 17)}
+        if with_ids and i % 3 == 0:
+            rec["id"] = f"r{i}"
+        out.append(json.dumps(rec))
+    return out
+
+
+@pytest.mark.parametrize("target", [1, 2, 3, 7, 50, 400])
+@pytest.mark.parametrize("layout", ["plain", "blank lines", "crlf", "no final newline", "bom", "long lines", "ids"])
+def test_ranges_of_one_jsonl_file_read_as_the_whole_file(tmp_path, target, layout):
+    path = tmp_path / "in.jsonl"
+    lines = _records(120, with_ids=layout == "ids")
+    if layout == "blank lines":
+        lines = [x for i, line in enumerate(lines) for x in ((line, "", "   ") if i % 5 == 0 else (line,))]
+        lines = ["", *lines]
+    if layout == "long lines":
+        lines = [json.dumps({"text": "w " * (3000 * (i % 4))}) for i in range(40)]
+    _jsonl(
+        path,
+        lines,
+        newline="\r\n" if layout == "crlf" else "\n",
+        final=layout != "no final newline",
+        bom=layout == "bom",
+    )
+    expected_ids, expected_texts, expected_stats = _read_all([str(path)], batch_size=16)
+    source = FileSource([str(path)], ReadOptions(batch_size=16))
+    stats = ReadStats()
+    parts, ids, texts = _read_parts(source, target, stats)
+    assert ids == expected_ids
+    assert texts == expected_texts
+    assert (stats.files, stats.documents, stats.bytes_read) == (1, len(expected_ids), expected_stats.bytes_read)
+    assert stats.sources == expected_stats.sources
+    if target > 1 and layout != "long lines":
+        assert len(parts) > 1, "the file was not split"
+    if len(parts) > 1:  # the ranges tile the file
+        assert parts[0].begin == 0 and parts[-1].end == path.stat().st_size
+        assert all(a.end == b.begin for a, b in itertools.pairwise(parts))
+
+
+def test_a_range_starting_exactly_at_a_line_start(tmp_path):
+    """A cut right after a newline: that line belongs to the range before (the Hadoop rule)."""
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps({"text": f"t{i}"}) for i in range(4)]
+    _jsonl(path, lines)
+    cut = len(lines[0]) + 1  # the first byte of line 2
+    first = locate_range(FilePart(0, str(path), "jsonl", 0, cut))
+    second = locate_range(FilePart(0, str(path), "jsonl", cut, path.stat().st_size))
+    assert first[1] == second[0] == 2 * cut  # line 2 went to the first range
+    assert first[2] == 2 and second[2] == 2
+
+
+def test_errors_name_the_file_and_line_from_any_range(tmp_path):
+    path = tmp_path / "in.jsonl"
+    lines = _records(200)
+    lines[150] = '{"text": broken'
+    lines[170] = '{"other": "field"}'
+    _jsonl(path, lines)
+    source = FileSource([str(path)], ReadOptions(batch_size=16))
+    with pytest.raises(InputError) as err:
+        _read_parts(source, 8)
+    assert err.value.line == 151 and err.value.path == str(path)
+    assert str(err.value).startswith(f"{path}:151: malformed JSON")
+    _, _, expected = _read_all([str(path)], on_error="skip")
+    stats = ReadStats()
+    skipping = FileSource([str(path)], ReadOptions(on_error="skip", batch_size=16))
+    _, ids, _ = _read_parts(skipping, 8, stats)
+    assert (
+        (stats.skipped, dict(stats.reasons))
+        == (expected.skipped, dict(expected.reasons))
+        == (
+            2,
+            {"malformed JSON": 1, "missing text field": 1},
+        )
+    )
+    assert ids == _read_all([str(path)], on_error="skip")[0]
+
+
+def test_an_input_error_pickles_whole():
+    import pickle
+
+    err = InputError("a.jsonl", 7, "bad thing", reason="malformed JSON")
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.path, back.line, back.message, back.reason, str(back)) == (
+        "a.jsonl",
+        7,
+        "bad thing",
+        "malformed JSON",
+        "a.jsonl:7: bad thing",
+    )
+
+
+def test_many_files_and_formats_one_partition_each_except_large_jsonl(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "d").mkdir()
+    _jsonl(tmp_path / "d" / "a.jsonl", _records(300))
+    with gzip.open(tmp_path / "d" / "b.jsonl.gz", "wt") as f:
+        f.write("\n".join(_records(50)) + "\n")
+    (tmp_path / "d" / "c.csv").write_text('id,text\n1,"a csv\nrecord"\n2,another\n')
+    pq.write_table(pa.table({"text": ["p1", "p2", "p3"]}), tmp_path / "d" / "e.parquet")
+    _jsonl(tmp_path / "d" / "f.jsonl", _records(5))
+    expected_ids, expected_texts, expected_stats = _read_all([str(tmp_path / "d")], batch_size=32)
+    source = FileSource([str(tmp_path / "d")], ReadOptions(batch_size=32))
+    stats = ReadStats()
+    parts, ids, texts = _read_parts(source, 10, stats)
+    assert (ids, texts) == (expected_ids, expected_texts)
+    assert stats.sources == expected_stats.sources
+    assert stats.files == expected_stats.files == 5
+    kinds = [(p.path.rsplit("/", 1)[-1], p.end is None) for p in parts]
+    assert sum(name == "a.jsonl" for name, _ in kinds) > 1
+    assert [name for name, whole in kinds if whole] == ["b.jsonl.gz", "c.csv", "e.parquet", "f.jsonl"]
+
+
+def test_split_ranges_sizes_partitions_by_the_input_bytes(tmp_path):
+    big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    big.write_bytes(b"x" * 9000)
+    small.write_bytes(b"x" * 1000)
+    parts = split_ranges([(str(big), "jsonl"), (str(small), "jsonl")], 10)
+    assert [(p.source, p.begin, p.end) for p in parts] == [(0, 1000 * i, 1000 * (i + 1)) for i in range(9)] + [
+        (1, 0, None)
+    ]
