@@ -151,6 +151,8 @@ def test_damage_is_found_by_check_and_refused_by_open(url, redis_server):
         neardup.Index.open(url)
     client.hdel(docs, client.hget(f"neardup:{{{name}}}:ids", "c"))  # a row listed but not stored
     assert any("disagree" in p for p in DurableIndex.check_file(url))
+    client.hset(f"neardup:{{{name}}}:ids", "a", 999)  # the id map points elsewhere
+    assert any("'a'" in p and "id map does not point at this row" in p for p in DurableIndex.check_file(url))
     client.delete(f"neardup:{{{name}}}:meta")
     client.set(f"neardup:{{{name}}}:meta", "junk")
     with pytest.raises(IndexCorruptError, match="holds other data"):
