@@ -6,7 +6,8 @@ only for what changed); it is chosen by an index path of the form
 ``redis://[:PASSWORD@]HOST:PORT/DB/NAME`` (``rediss://`` for TLS).
 
 Layout: every key of index NAME starts with ``neardup:{NAME}:`` (the braces are a Redis Cluster
-hash tag: all keys of one index live on one node, so one Lua script may touch them all)::
+hash tag: all keys of one index would share a node, as one Lua script touching them all needs;
+the store itself connects to one server address)::
 
     meta    hash    format, format_version, method, config, scheme, neardup_version, created,
                     store_text (the same fields as the SQLite file's meta table)
