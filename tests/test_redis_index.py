@@ -151,6 +151,8 @@ def test_damage_is_found_by_check_and_refused_by_open(url, redis_server):
         neardup.Index.open(url)
     client.hdel(docs, client.hget(f"neardup:{{{name}}}:ids", "c"))  # a row listed but not stored
     assert any("disagree" in p for p in DurableIndex.check_file(url))
+    client.hset(f"neardup:{{{name}}}:ids", "a", 999)  # the id map points elsewhere
+    assert any("'a'" in p and "id map does not point at this row" in p for p in DurableIndex.check_file(url))
     client.delete(f"neardup:{{{name}}}:meta")
     client.set(f"neardup:{{{name}}}:meta", "junk")
     with pytest.raises(IndexCorruptError, match="holds other data"):
@@ -573,3 +575,59 @@ def test_a_write_retried_after_a_lost_reply_is_not_applied_twice(url, monkeypatc
         monkeypatch.undo()
         with pytest.raises(KeyError, match="'a' is in the index already"):
             store.insert(["a"], [b"\x02" * 16], [False])  # a new operation: refused as usual
+
+
+def test_check_and_add_gives_up_with_a_clear_error_when_others_keep_adding(url, monkeypatch):
+    import neardup.index.durable as durable
+
+    monkeypatch.setattr(durable, "CHECK_AND_ADD_TIMEOUT_S", 0.2)
+    a = neardup.Index.create(url, ExactConfig())
+    b = neardup.Index.open(url, "a")
+    original = a._unique_rows
+    rounds = []
+
+    def others_keep_adding(*args, **kwargs):
+        out = original(*args, **kwargs)
+        rounds.append(1)
+        b.add([f"other-{len(rounds)}"], [f"some other text {len(rounds)}"])  # between every check and add
+        time.sleep(0.05)
+        return out
+
+    a._unique_rows = others_keep_adding
+    try:
+        with pytest.raises(
+            durable.IndexLockedError,
+            match=r"other writers kept adding documents for 0\.2 s; the check-and-add did not get in",
+        ):
+            a.add_if_unique(["mine"], ["my text"])
+        assert rounds and "mine" not in b and len(b) == len(rounds)  # every round lost to another add
+    finally:
+        a.close()
+        b.close()
+
+
+def test_serve_exits_with_one_line_when_redis_is_unreachable():
+    port = free_port()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup",
+            "serve",
+            f"redis://127.0.0.1:{port}/0/x",
+            "--workers",
+            "2",
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"neardup: error: redis://127.0.0.1:{port}/0/x: cannot reach Redis")
+    )

@@ -6,7 +6,8 @@ only for what changed); it is chosen by an index path of the form
 ``redis://[:PASSWORD@]HOST:PORT/DB/NAME`` (``rediss://`` for TLS).
 
 Layout: every key of index NAME starts with ``neardup:{NAME}:`` (the braces are a Redis Cluster
-hash tag: all keys of one index live on one node, so one Lua script may touch them all)::
+hash tag: all keys of one index would share a node, as one Lua script touching them all needs;
+the store itself connects to one server address)::
 
     meta    hash    format, format_version, method, config, scheme, neardup_version, created,
                     store_text (the same fields as the SQLite file's meta table)
@@ -445,10 +446,7 @@ class RedisStore:
             while True:
                 with self._calls():
                     cursor, chunk = self._client.hscan(self._keys["docs"], cursor, count=2000)
-                for s, record in chunk.items():
-                    problem = self._check_record(int(s), record, sketch_bytes)
-                    if problem:
-                        problems.append(problem)
+                problems += self._check_records(chunk, sketch_bytes)
                 if cursor == 0 or len(problems) > 100:
                     break
             if len(problems) > 100:
@@ -484,18 +482,34 @@ class RedisStore:
             )
         return StoredRow(seq, doc_id, sketch, bool(empty))
 
-    def _check_record(self, seq: int, record: bytes, sketch_bytes: int) -> str | None:
-        try:
-            row = self._row(seq, record)
-        except (IndexCorruptError, UnicodeDecodeError, struct.error) as exc:
-            return f"row {seq}: {exc}".replace(f"{self.path}: ", "")
-        if len(row.sketch) != sketch_bytes:
-            return f"id {row.id!r} (row {seq}): sketch of {len(row.sketch)} bytes, expected {sketch_bytes}"
+    def _check_records(self, chunk: dict[bytes, bytes], sketch_bytes: int) -> list[str]:
+        """The problems of a chunk of ``docs``: checksums and sizes, and the id map pointing at each
+        row (one ``HMGET`` per chunk; a row that looks wrong is looked at again atomically, since
+        another writer may have replaced or removed it after the scan read it)."""
+        problems, rows = [], []
+        for s, record in chunk.items():
+            seq = int(s)
+            try:
+                row = self._row(seq, record)
+            except (IndexCorruptError, UnicodeDecodeError, struct.error) as exc:
+                problems.append(f"row {seq}: {exc}".replace(f"{self.path}: ", ""))
+                continue
+            if len(row.sketch) != sketch_bytes:
+                size = len(row.sketch)
+                problems.append(f"id {row.id!r} (row {seq}): sketch of {size} bytes, expected {sketch_bytes}")
+            else:
+                rows.append(row)
+        if not rows:
+            return problems
+        encoded = [r.id.encode("utf-8", "surrogatepass") for r in rows]
         with self._calls():
-            ok = self._consistent(keys=[self._keys["ids"], self._keys["docs"]], args=[seq, row.id.encode()])
-        if not ok:
-            return f"id {row.id!r} (row {seq}): the id map does not point at this row"
-        return None
+            mapped = self._client.hmget(self._keys["ids"], encoded)
+            for row, enc, seq in zip(rows, encoded, mapped):
+                if seq is not None and int(seq) == row.seq:
+                    continue
+                if not self._consistent(keys=[self._keys["ids"], self._keys["docs"]], args=[row.seq, enc]):
+                    problems.append(f"id {row.id!r} (row {row.seq}): the id map does not point at this row")
+        return problems
 
     def _writable(self) -> None:
         if self.mode != "a":

@@ -198,7 +198,8 @@ class SQLiteStore:
 
     def version(self) -> tuple[int, int, int]:
         """``(epoch, last document seq, last tombstone seq)``: unchanged when nothing was written."""
-        return self.epoch(), self._sequence("docs"), self.last_tombstone()
+        rows = self._query("SELECT seq FROM sqlite_sequence WHERE name = 'docs'")
+        return self.epoch(), rows[0][0] if rows else 0, self.last_tombstone()
 
     def insert(
         self,
