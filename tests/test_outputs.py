@@ -340,3 +340,21 @@ def test_output_set_commits_all_or_none_and_recovers_a_half_commit(tmp_path):
     assert recover(tmp_path) == 1
     assert (a.read_text(), b.read_text()) == ("newer a", "newer b")
     assert not journal.exists() and not tb.exists()
+
+
+def test_parts_folder_is_one_set_with_annotations_and_no_parts_of_an_earlier_run(tmp_path, docs):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    lines = docs.read_text().splitlines(keepends=True)
+    for i in range(3):
+        (shards / f"s{i}.jsonl").write_text("".join(lines[2 * i : 2 * i + 2]))
+    out = tmp_path / "parts"
+    run("dedup", shards, "-o", f"{out}/", "--annotate", "-q", "--threshold", "0.6")
+    parts = sorted(p.name for p in out.iterdir())
+    assert parts == ["part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl"]
+    got = [r for name in parts for r in rows(out / name)]
+    assert [r["id"] for r in got] == ["a", "b", "c", "d", "e", "f"]
+    assert [r["kept"] for r in got] == [True, False, False, True, False, True]
+    (shards / "s2.jsonl").unlink()
+    run("dedup", shards, "-o", f"{out}/", "-q", "--threshold", "0.6")
+    assert sorted(p.name for p in out.iterdir()) == ["part-00000.jsonl", "part-00001.jsonl"]
