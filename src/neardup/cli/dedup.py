@@ -261,7 +261,7 @@ def dedup_cmd(
     against = None
     try:
         with (
-            interrupts(),
+            interrupts() as outcome,
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             _progress(show_progress) as progress,
@@ -332,6 +332,7 @@ def dedup_cmd(
                 )
 
             write_all(result, keep_mask, outs, read, against, stats_body)
+            outcome.replaced = True
             if update:
                 t0 = time.perf_counter()
                 against.add_kept_to(index)
