@@ -157,6 +157,7 @@ def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp
         cumulative = np.cumsum(sizes)
         levels = sorted({int(c - s / 2) for c, s in zip(cumulative, sizes)} | {total // 10})
         failures = 0
+        failed_on = set()
         for free in levels:
             filler = small / "filler"
             filler.unlink(missing_ok=True)
@@ -175,9 +176,12 @@ def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp
             assert res.returncode == 1, res.stderr
             line = res.stderr.strip()
             assert line.count("\n") == 0 and "no space left on device" in line, line
-            assert any(str(out / n) in line for n in OUTPUTS), line  # names the output
+            named = [n for n in OUTPUTS if f"cannot write {out / n}:" in line]
+            assert len(named) == 1, line  # names the output
+            failed_on.add(named[0])
             assert state(out) == previous
-        assert failures >= 3, levels
+        assert failures >= 3 and len(failed_on) >= 3, (levels, failed_on)
+        print(f"disk full: {failures} of {len(levels)} levels failed, on {sorted(failed_on)}")
         # with the room back, the same run succeeds and leaves nothing behind
         (small / "filler").unlink()
         subprocess.run(command(corpus, out, "--no-space-check"), check=True)
