@@ -188,3 +188,29 @@ def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp
         assert state(out) == state(ref) and leftovers(out) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_an_output_folder_that_turns_read_only_during_the_run_is_one_line(tmp_path, corpus):
+    """Past the pre-flight checks (the command's handlers are installed), the output file system is
+    remounted read-only: the run ends with exit 1 and one line naming the output, the previous
+    outputs untouched."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to see when the command is past its start-up")
+    folder = tmp_path / "fs"
+    _mount_small(folder, "4m")
+    try:
+        out = folder / "out"
+        out.mkdir()
+        for name in OUTPUTS:
+            (out / name).write_bytes(b"previous\n")
+        proc = subprocess.Popen(command(corpus, out), stderr=subprocess.PIPE, text=True)
+        assert wait_until_handling(proc, signal.SIGTERM)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        line = err.strip()
+        assert line.count("\n") == 0 and "Traceback" not in line, line
+        assert f"cannot write {out / 'kept.jsonl'}: read-only file system" in line, line
+        assert all((out / n).read_bytes() == b"previous\n" for n in OUTPUTS)
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
