@@ -341,8 +341,7 @@ def dedup_cmd(
                     added_to_index=len(against.kept_ids) if update else None,
                 )
 
-            write_all(result, keep_mask, outs, read, against, stats_body)
-            outcome.replaced = True
+            write_all(result, keep_mask, outs, read, against, stats_body, outcome)
             if update:
                 t0 = time.perf_counter()
                 against.add_kept_to(index)

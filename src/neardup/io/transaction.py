@@ -123,6 +123,12 @@ class OutputSet:
         self._renaming = False
 
     @property
+    def committed(self) -> bool:
+        """True once the outputs are replaced (by :meth:`commit`, or by an :meth:`abort` that
+        came during the renames and finished them)."""
+        return self._committed
+
+    @property
     def finals(self) -> list[Path]:
         """The outputs staged so far, in staging (and renaming) order."""
         return [final for _, final in self._staged]
