@@ -125,6 +125,7 @@ def test_kill_and_sigterm_at_random_points_leave_the_previous_or_the_complete_se
         if now == complete:
             reset()
     assert outcomes["previous"] > 0 and outcomes["complete"] > 0, outcomes
+    print(f"kill/SIGTERM trials: {outcomes}, start-up {startup:.2f} s, work {work:.2f} s")
     # the next run removes what kill -9 left behind
     subprocess.run(args, check=True)
     assert state(out) == complete and leftovers(out) == []
