@@ -179,8 +179,15 @@ def test_update_of_a_failing_run_adds_nothing_and_settings_must_agree(tmp_path):
     ix = tmp_path / "n.ndx"
     run("index", "create", ix)
     src = write_jsonl(tmp_path / "a.jsonl", near_dup_corpus(10, 4, "a"))
-    bad_out = src / "k.jsonl"  # the parent is a file: refused before any work
+    bad_out = src / "k.jsonl"  # the parent is a file: refused before the work
     run("dedup", src, "--against", ix, "--update", "-o", bad_out, "-q", code=2)
+    # writing fails after the work: --annotate would add a field the records have
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text(
+        "".join(json.dumps({"id": i, "text": t, "kept": 1}) + "\n" for i, t in near_dup_corpus(10, 4, "c"))
+    )
+    res = run("dedup", clash, "--against", ix, "--update", "--annotate", "-o", tmp_path / "k.jsonl", "-q", code=1)
+    assert "'kept'" in res.output
     broken = tmp_path / "broken.jsonl"  # a bad record at the end: the run fails after reading the rest
     broken.write_text(src.read_text() + "{not json\n")
     res = run("dedup", broken, "--against", ix, "--update", "-o", tmp_path / "k.jsonl", "-q", code=1)

@@ -125,6 +125,7 @@ def test_kill_and_sigterm_at_random_points_leave_the_previous_or_the_complete_se
         if now == complete:
             reset()
     assert outcomes["previous"] > 0 and outcomes["complete"] > 0, outcomes
+    print(f"kill/SIGTERM trials: {outcomes}, start-up {startup:.2f} s, work {work:.2f} s")
     # the next run removes what kill -9 left behind
     subprocess.run(args, check=True)
     assert state(out) == complete and leftovers(out) == []
@@ -157,6 +158,7 @@ def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp
         cumulative = np.cumsum(sizes)
         levels = sorted({int(c - s / 2) for c, s in zip(cumulative, sizes)} | {total // 10})
         failures = 0
+        failed_on = set()
         for free in levels:
             filler = small / "filler"
             filler.unlink(missing_ok=True)
@@ -175,12 +177,41 @@ def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp
             assert res.returncode == 1, res.stderr
             line = res.stderr.strip()
             assert line.count("\n") == 0 and "no space left on device" in line, line
-            assert any(str(out / n) in line for n in OUTPUTS), line  # names the output
+            named = [n for n in OUTPUTS if f"cannot write {out / n}:" in line]
+            assert len(named) == 1, line  # names the output
+            failed_on.add(named[0])
             assert state(out) == previous
-        assert failures >= 3, levels
+        assert failures >= 3 and len(failed_on) >= 3, (levels, failed_on)
+        print(f"disk full: {failures} of {len(levels)} levels failed, on {sorted(failed_on)}")
         # with the room back, the same run succeeds and leaves nothing behind
         (small / "filler").unlink()
         subprocess.run(command(corpus, out, "--no-space-check"), check=True)
         assert state(out) == state(ref) and leftovers(out) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_an_output_folder_that_turns_read_only_during_the_run_is_one_line(tmp_path, corpus):
+    """Past the pre-flight checks (the command's handlers are installed), the output file system is
+    remounted read-only: the run ends with exit 1 and one line naming the output, the previous
+    outputs untouched."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to see when the command is past its start-up")
+    folder = tmp_path / "fs"
+    _mount_small(folder, "4m")
+    try:
+        out = folder / "out"
+        out.mkdir()
+        for name in OUTPUTS:
+            (out / name).write_bytes(b"previous\n")
+        proc = subprocess.Popen(command(corpus, out), stderr=subprocess.PIPE, text=True)
+        assert wait_until_handling(proc, signal.SIGTERM)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        line = err.strip()
+        assert line.count("\n") == 0 and "Traceback" not in line, line
+        assert f"cannot write {out / 'kept.jsonl'}: read-only file system" in line, line
+        assert all((out / n).read_bytes() == b"previous\n" for n in OUTPUTS)
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)

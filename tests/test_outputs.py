@@ -333,10 +333,33 @@ def test_output_set_commits_all_or_none_and_recovers_a_half_commit(tmp_path):
     ta, tb = tmp_path / ".a.txt.999999999.tmp", tmp_path / "sub" / ".b.txt.999999999.tmp"
     ta.write_text("newer a")
     tb.write_text("newer b")
-    journal = tmp_path / ".neardup-commit.999999999.json"
-    journal.write_text(json.dumps({"pid": 999999999, "renames": [[str(ta), str(a)], [str(tb), str(b)]]}))
+    assert not list(tmp_path.rglob(".neardup-commit.*"))  # the journals of a commit are gone after it
+    body = json.dumps({"pid": 999999999, "renames": [[str(ta), str(a)], [str(tb), str(b)]]})
+    journals = [tmp_path / ".neardup-commit.999999999.json", tmp_path / "sub" / ".neardup-commit.999999999.json"]
+    for journal in journals:  # one in each folder the dead commit wrote to
+        journal.write_text(body)
     os.replace(ta, a)  # the dead run renamed the first output only
     assert (a.read_text(), b.read_text()) == ("newer a", "new b")
-    assert recover(tmp_path) == 1
+    assert recover(tmp_path / "sub") == 1  # from either folder: the whole commit is finished
     assert (a.read_text(), b.read_text()) == ("newer a", "newer b")
-    assert not journal.exists() and not tb.exists()
+    assert not journals[1].exists() and not tb.exists()
+    assert recover(tmp_path) == 1 and not journals[0].exists()
+    assert (a.read_text(), b.read_text()) == ("newer a", "newer b")
+
+
+def test_parts_folder_is_one_set_with_annotations_and_no_parts_of_an_earlier_run(tmp_path, docs):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    lines = docs.read_text().splitlines(keepends=True)
+    for i in range(3):
+        (shards / f"s{i}.jsonl").write_text("".join(lines[2 * i : 2 * i + 2]))
+    out = tmp_path / "parts"
+    run("dedup", shards, "-o", f"{out}/", "--annotate", "-q", "--threshold", "0.6")
+    parts = sorted(p.name for p in out.iterdir())
+    assert parts == ["part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl"]
+    got = [r for name in parts for r in rows(out / name)]
+    assert [r["id"] for r in got] == ["a", "b", "c", "d", "e", "f"]
+    assert [r["kept"] for r in got] == [True, False, False, True, False, True]
+    (shards / "s2.jsonl").unlink()
+    run("dedup", shards, "-o", f"{out}/", "-q", "--threshold", "0.6")
+    assert sorted(p.name for p in out.iterdir()) == ["part-00000.jsonl", "part-00001.jsonl"]

@@ -1,6 +1,8 @@
 """``neardup dedup``: remove near-duplicates from files.
 
-Exit codes: 0 success, 1 data error (the message names the file and line), 2 usage error.
+Exit codes: 0 success, 1 data error (the message names the file and line; also no documents
+read, and an output that cannot be written), 2 usage error, 130 Ctrl-C, 143 SIGTERM. The outputs
+are written by :mod:`neardup.cli.dedup_outputs`, as one set.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def _check_output_path(ctx, param, value):
     "removed_path",
     group="Output",
     default=None,
+    metavar="PATH",
     callback=_check_output_path,
     help="Also write the removed records, with all their fields, like -o (format by extension).",
 )
@@ -114,6 +117,7 @@ def _check_output_path(ctx, param, value):
     "--annotate-prefix",
     group="Output",
     default="",
+    metavar="PREFIX",
     show_default=True,
     help="With --annotate: put this before the added column names (e.g. 'dedup_' gives dedup_cluster, ...).",
 )
@@ -122,6 +126,7 @@ def _check_output_path(ctx, param, value):
     "stats_path",
     group="Output",
     default=None,
+    metavar="PATH",
     callback=_check_stats_path,
     help="Also write the summary as JSON: counts, skips by reason, seconds per stage, settings, version.",
 )
@@ -130,6 +135,7 @@ def _check_output_path(ctx, param, value):
     "skipped_path",
     group="Output",
     default=None,
+    metavar="PATH",
     callback=_check_output_path,
     help="With --on-error skip: write file, line, reason and message of every skipped record "
     "(.jsonl, .csv or .parquet).",
@@ -243,8 +249,10 @@ def dedup_cmd(
     standard input (with --input-format); fsspec URLs (s3://, gs://, https://, hf://) where the
     filesystem package is installed.
 
-    Writes the kept records to OUTPUT; optionally the clusters and the verified pairs. Options of a
-    method other than --method are refused.
+    Writes the kept records to OUTPUT (with --annotate: every record, with its cluster); optionally
+    the removed records, the clusters, the verified pairs, the skipped records and a JSON summary.
+    All outputs are replaced together when all are written, or not at all. Options of a method
+    other than --method are refused.
 
     \b
     Examples:
@@ -252,6 +260,8 @@ def dedup_cmd(
       neardup dedup pages/ -o kept.parquet --threshold 0.7 --char-ngram 5
       neardup dedup crawl.jsonl.zst -o exact.jsonl --method exact --html
       neardup dedup 'shards/**/*.parquet' -o kept.parquet
+      neardup dedup shards/ -o all.parquet --annotate --stats run.json
+      neardup dedup crawl.jsonl -o kept.jsonl --removed removed.jsonl --on-error skip --skipped bad.csv
       cat docs.jsonl | neardup dedup - --input-format jsonl -o - > kept.jsonl
       neardup dedup shards/ -o kept/ --engine dask --workers 8
     """
@@ -283,7 +293,7 @@ def dedup_cmd(
     against = None
     try:
         with (
-            interrupts(),
+            interrupts() as outcome,
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             _progress(show_progress) as progress,
@@ -353,7 +363,7 @@ def dedup_cmd(
                     added_to_index=len(against.kept_ids) if update else None,
                 )
 
-            write_all(result, keep_mask, outs, read, against, stats_body)
+            write_all(result, keep_mask, outs, read, against, stats_body, outcome)
             if update:
                 t0 = time.perf_counter()
                 against.add_kept_to(index)

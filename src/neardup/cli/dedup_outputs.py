@@ -95,14 +95,25 @@ def write_all(
     read: ReadOptions,
     against: AgainstResult | None,
     stats_body,
+    outcome=None,
 ) -> None:
     """Write every output to its temporary, then commit them together (see the module docs).
 
     ``stats_body()`` gives the ``--stats`` document; it is called after the other outputs are
-    written, so it holds their write time.
+    written, so it holds their write time. ``outcome.replaced`` is set once the outputs are
+    replaced (also when an interrupt came during the renames, which are then finished).
     """
+    outputs = OutputSet()
+    try:
+        _write_all(result, keep_mask, outs, read, against, stats_body, outputs)
+    finally:
+        if outcome is not None and outputs.committed:
+            outcome.replaced = True
+
+
+def _write_all(result, keep_mask, outs: Outputs, read: ReadOptions, against, stats_body, outputs: OutputSet) -> None:
     stdout_copy = None
-    with OutputSet() as outputs, tempfile.TemporaryDirectory(prefix="neardup-out-") as scratch:
+    with outputs, tempfile.TemporaryDirectory(prefix="neardup-out-") as scratch:
         t0 = time.perf_counter()
         annotate = annotation(result, keep_mask, against, outs.annotate_prefix) if outs.annotate else None
         kept_mask = np.ones(len(keep_mask), dtype=bool) if outs.annotate else keep_mask

@@ -162,15 +162,28 @@ def preflight_outputs(inputs: list[str], outputs: dict[str, str | None], sized: 
             )
 
 
+class Outcome:
+    """What an interrupted command says it leaves: set ``replaced`` once its outputs are replaced
+    (an interrupt after that, during an index update or the summary, leaves the new outputs)."""
+
+    def __init__(self) -> None:
+        self.replaced = False
+
+    def words(self) -> str:
+        return "outputs replaced" if self.replaced else "outputs not replaced"
+
+
 @contextlib.contextmanager
-def interrupts() -> Iterator[None]:
+def interrupts() -> Iterator[Outcome]:
     """Ctrl-C and SIGTERM end the block with one line on stderr and exit 130 / 143.
 
     The writers remove their temporary files as the exception passes through them. Ctrl-C inside a
     numba kernel can surface as ``SystemError`` (the kernel returned with the interrupt pending);
-    it is treated as the interrupt it is.
+    it is treated as the interrupt it is. The line says whether the outputs were replaced
+    (:class:`Outcome`, yielded).
     """
     state = {"signal": None}
+    outcome = Outcome()
 
     def on_term(signum, frame):
         state["signal"] = signum
@@ -188,16 +201,16 @@ def interrupts() -> Iterator[None]:
             signal.SIGINT: signal.signal(signal.SIGINT, on_int),
         }
     try:
-        yield
+        yield outcome
     except Terminated:
-        _leave("terminated (SIGTERM); outputs not replaced", EXIT_TERMINATED)
+        _leave(f"terminated (SIGTERM); {outcome.words()}", EXIT_TERMINATED)
     except KeyboardInterrupt:
-        _leave("interrupted; outputs not replaced", EXIT_INTERRUPTED)
+        _leave(f"interrupted; {outcome.words()}", EXIT_INTERRUPTED)
     except SystemError:
         if state["signal"] == signal.SIGINT:
-            _leave("interrupted; outputs not replaced", EXIT_INTERRUPTED)
+            _leave(f"interrupted; {outcome.words()}", EXIT_INTERRUPTED)
         if state["signal"] == signal.SIGTERM:
-            _leave("terminated (SIGTERM); outputs not replaced", EXIT_TERMINATED)
+            _leave(f"terminated (SIGTERM); {outcome.words()}", EXIT_TERMINATED)
         raise
     finally:
         for sig, handler in previous.items():

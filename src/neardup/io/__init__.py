@@ -6,12 +6,14 @@ and :func:`write_table` the clusters and pairs tables. Modules: ``read`` and ``w
 three), ``formats`` (a path's format, from its extension), ``policy`` (which fields, what a bad
 record does, the counters, the error messages), ``streams`` (decompressed binary input in blocks of
 whole lines), one scanner per input format (``jsonl``, whose kernel entry is ``jsonl_scan``,
-``csv``, ``parquet`` and ``textdir``) and ``arrow`` (pyarrow, imported on first use).
+``csv``, ``parquet`` and ``textdir``), ``arrow`` (pyarrow, imported on first use) and
+``transaction`` (:class:`OutputSet`: several outputs replaced together, or not at all).
 """
 
 from .formats import input_format, output_format
 from .policy import ReadStats
 from .read import read_documents
+from .transaction import OutputSet
 from .write import write_kept, write_table
 
-__all__ = ["ReadStats", "input_format", "output_format", "read_documents", "write_kept", "write_table"]
+__all__ = ["OutputSet", "ReadStats", "input_format", "output_format", "read_documents", "write_kept", "write_table"]

@@ -4,8 +4,9 @@ A run stages each output (:meth:`OutputSet.stage` gives a temporary path ``.NAME
 it) and the writers fill the temporaries. :meth:`OutputSet.commit` then, in this order:
 
 1. flushes every temporary to disk (``fsync``);
-2. writes a small journal ``.neardup-commit.PID.json`` beside the first output, listing every
-   ``(temporary, output)`` rename (written to ``.part`` and renamed, so it is whole or absent);
+2. writes a small journal ``.neardup-commit.PID.json`` in every folder it writes to, listing
+   every ``(temporary, output)`` rename (written to ``.part`` and renamed, so it is whole or
+   absent; one in each folder, so that the next run finds it whichever of the folders it writes);
 3. renames the temporaries over the outputs, in the order they were staged;
 4. removes the journal.
 
@@ -122,6 +123,12 @@ class OutputSet:
         self._renaming = False
 
     @property
+    def committed(self) -> bool:
+        """True once the outputs are replaced (by :meth:`commit`, or by an :meth:`abort` that
+        came during the renames and finished them)."""
+        return self._committed
+
+    @property
     def finals(self) -> list[Path]:
         """The outputs staged so far, in staging (and renaming) order."""
         return [final for _, final in self._staged]
@@ -150,26 +157,37 @@ class OutputSet:
             if not tmp.exists():
                 raise FileNotFoundError(f"the temporary file of {final} was not written: {tmp}")
             _fsync_file(tmp)
-        journal = None
-        if len(self._staged) > 1:  # one rename is atomic by itself
-            folder = self._staged[0][1].parent
-            journal = folder / f"{JOURNAL_PREFIX}{os.getpid()}.json"
-            part = journal.with_name(journal.name + ".part")
-            body = {"pid": os.getpid(), "renames": [[str(t), str(f)] for t, f in self._staged]}
-            with open(part, "wb") as f:
-                f.write(orjson.dumps(body))
-                f.flush()
-                os.fsync(f.fileno())
+        journals = self._journals() if len(self._staged) > 1 else []  # one rename is atomic by itself
+        if journals:
+            body = orjson.dumps({"pid": os.getpid(), "renames": [[str(t), str(f)] for t, f in self._staged]})
+            for journal in journals:
+                part = journal.with_name(journal.name + ".part")
+                with open(part, "wb") as f:
+                    f.write(body)
+                    f.flush()
+                    os.fsync(f.fileno())
             self._renaming = True  # from here on, an interrupt finishes the renames (abort)
-            os.replace(part, journal)
-            _fsync_dir(folder)
+            for journal in journals:
+                os.replace(journal.with_name(journal.name + ".part"), journal)
+                _fsync_dir(journal.parent)
         self._renaming = True
         self._finish_renames()
         for folder in dict.fromkeys(final.parent for _, final in self._staged):
             _fsync_dir(folder)
-        if journal is not None:
-            journal.unlink()
+        self._remove_journals()
         self._committed = True
+
+    def _journals(self) -> list[Path]:
+        """This commit's journal in every folder it writes to, so that whichever of them the
+        next run writes to first, its :func:`recover` finishes the whole commit."""
+        folders = dict.fromkeys(final.parent for _, final in self._staged)
+        return [folder / f"{JOURNAL_PREFIX}{os.getpid()}.json" for folder in folders]
+
+    def _remove_journals(self) -> None:
+        for journal in self._journals():
+            for leftover in (journal, journal.with_name(journal.name + ".part")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def _finish_renames(self) -> None:
         for tmp, final in self._staged:
@@ -183,17 +201,13 @@ class OutputSet:
             return
         if self._renaming:  # interrupted between renames: every temporary is complete, go forward
             self._finish_renames()
-            journal = self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json"
-            for leftover in (journal, journal.with_name(journal.name + ".part")):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
+            self._remove_journals()
             self._committed = True
             return
         for tmp, _ in self._staged:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        with contextlib.suppress(OSError):
-            (self._staged[0][1].parent / f"{JOURNAL_PREFIX}{os.getpid()}.json.part").unlink()
+        self._remove_journals()
 
     def __enter__(self) -> OutputSet:
         return self

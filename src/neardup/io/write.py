@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import errno
 import gzip
 import math
 import os
@@ -59,9 +60,22 @@ def _atomic_output(path: str | os.PathLike, outputs: OutputSet | None = None) ->
             yield tmp
             one.commit()
     except OSError as exc:
-        if isinstance(exc, OutputError):
+        if isinstance(exc, OutputError) or not _output_side(exc, path):
             raise
         raise OutputError(path, exc) from exc
+
+
+def _output_side(exc: OSError, path) -> bool:
+    """Whether an error inside a writer's block is about the output (not an input re-read
+    there): it names the output or its temporary, or it names no file and is an error of the
+    writing side (disk full, quota, permission, read-only, file too large)."""
+    final = os.path.abspath(path)
+    names = [os.path.abspath(n) for n in (exc.filename, exc.filename2) if isinstance(n, (str, bytes, os.PathLike))]
+    if names:
+        folder, base = os.path.split(final)
+        return any(n == final or (os.path.dirname(n) == folder and base in os.path.basename(n)) for n in names)
+    found = OutputError(path, exc).errno
+    return found in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG)
 
 
 class _GzipOut(gzip.GzipFile):
