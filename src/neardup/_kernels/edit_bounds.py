@@ -90,3 +90,47 @@ def within_bounds(uni, uni_off, bi, bi_off, ra, rb, threshold, out):
             continue
         shared2 = _shared(bi, bi_off[a], bi_off[a + 1], bi_off[b], bi_off[b + 1])
         out[k] = longer - 1 - shared2 <= 2 * dmax
+
+
+@nb.njit(cache=True, nogil=True)
+def dense_codes_kernel(ids, limit):
+    """Renumber uint64 tokens 0, 1, 2, ... in order of first appearance (equal tokens, equal
+    numbers) with an open-addressing hash table; (codes int64[n], distinct), or distinct = -1
+    as soon as more than ``limit`` distinct tokens are seen."""
+    n = len(ids)
+    codes = np.empty(n, dtype=np.int64)
+    size = 1 << 12
+    keys = np.empty(size, dtype=np.uint64)
+    vals = np.full(size, -1, dtype=np.int64)
+    distinct = 0
+    for k in range(n):
+        x = ids[k]
+        mask = np.uint64(size - 1)
+        h = (x * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        slot = np.int64(h & mask)
+        while vals[slot] >= 0 and keys[slot] != x:
+            slot = (slot + 1) & (size - 1)
+        if vals[slot] >= 0:
+            codes[k] = vals[slot]
+            continue
+        if distinct >= limit:
+            return codes, -1
+        keys[slot] = x
+        vals[slot] = distinct
+        codes[k] = distinct
+        distinct += 1
+        if 2 * distinct > size:  # grow: rehash into a table twice the size
+            old_keys, old_vals = keys, vals
+            size *= 2
+            keys = np.empty(size, dtype=np.uint64)
+            vals = np.full(size, -1, dtype=np.int64)
+            m2 = np.uint64(size - 1)
+            for q in range(len(old_vals)):
+                if old_vals[q] >= 0:
+                    y = old_keys[q]
+                    s2 = np.int64(((y * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) & m2)
+                    while vals[s2] >= 0:
+                        s2 = (s2 + 1) & (size - 1)
+                    keys[s2] = y
+                    vals[s2] = old_vals[q]
+    return codes, distinct
