@@ -91,8 +91,8 @@ class EditBounds:
 @dataclass(frozen=True, eq=False)
 class EditVerifier:
     """Token ids (CSR ``ids``, ``offsets``) of the candidate documents, ``row[doc]`` the CSR row
-    of a document (-1: none), the edit threshold, and the rows' :class:`EditBounds` (None: pairs
-    go to rapidfuzz after the length filter only)."""
+    of a document (-1: none), the edit threshold, and the rows' :class:`EditBounds` (None: every
+    pair goes to rapidfuzz)."""
 
     threshold: float
     ids: np.ndarray
@@ -158,7 +158,8 @@ def edit_token_rows(config: Any, batch: DocBatch, wanted: np.ndarray):
 
 
 class TokenRows:
-    """Reduce: the token ids of every wanted document, as CSR in input order."""
+    """Reduce: the token ids of every wanted document, as CSR in input order (word tokens as
+    :func:`dense_codes`, so the 64-bit hashes are not kept beside them)."""
 
     def __init__(self, config: Any) -> None:
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -175,11 +176,9 @@ class TokenRows:
         offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
         if sizes:
             np.cumsum(np.concatenate(sizes), out=offsets[1:])
-        return {
-            "token_docs": np.concatenate([p[0] for p in self._parts]) if self._parts else np.empty(0, np.int64),
-            "token_ids": np.concatenate([p[1] for p in self._parts]) if self._parts else np.empty(0, self._dtype),
-            "token_offsets": offsets,
-        }
+        docs = np.concatenate([p[0] for p in self._parts]) if self._parts else np.empty(0, np.int64)
+        ids = np.concatenate([p[1] for p in self._parts]) if self._parts else np.empty(0, self._dtype)
+        return {"token_docs": docs, "token_ids": dense_codes(ids), "token_offsets": offsets}
 
 
 def edit_verifier(
@@ -193,9 +192,8 @@ def edit_verifier(
     """Step: the :class:`EditVerifier` of the candidate documents."""
     row = np.full(len(wanted), -1, dtype=np.int64)
     row[token_docs] = np.arange(len(token_docs))
-    ids = dense_codes(token_ids)
-    bounds = EditBounds.of(ids, token_offsets, ctx.threads)
-    return {"verifier": EditVerifier(config.edit_threshold, ids, token_offsets, row, bounds)}
+    bounds = EditBounds.of(token_ids, token_offsets, ctx.threads)
+    return {"verifier": EditVerifier(config.edit_threshold, token_ids, token_offsets, row, bounds)}
 
 
 MAX_CODE = 0x110000 - 0x800
