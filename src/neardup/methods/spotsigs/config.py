@@ -61,7 +61,8 @@ class SpotSigsConfig(MethodConfig):
     threshold: float = param(
         DEFAULT_THRESHOLD,
         Real(0, 1, low_open=True),
-        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates.",
+        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates "
+        "(with --verify edit: the edit similarity a candidate pair must reach).",
     )
     verify: str = param(
         "exact",
