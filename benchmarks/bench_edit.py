@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cost of edit-distance verification and of HTML to text: one command, ratios in the same run.
 
-    python benchmarks/bench_edit.py [--quick] [--repeat 3] [--docs 100000] [--skip-dedup]
+    python benchmarks/bench_edit.py [--quick] [--repeat 3] [--docs 100000] [--skip-dedup | --only-dedup]
 
 1. **Verification throughput** (pairs/s) of ``neardup.text.edit.edit_similarities`` (rapidfuzz
    ``cpdist`` on token-id lists, ``score_cutoff`` = 0.8) for documents of 1k, 10k and 100k words:
@@ -9,8 +9,9 @@
    unrelated pairs of the same length (the early exit), with 1 and 2 worker threads, word and
    character level. Token conversion is included (it runs in the job too).
 2. **``--verify edit`` against ``--verify exact``** on the ``--docs`` corpus of
-   ``run_dedup.py`` (``examples/generate_corpus.py``, seed 1): ``neardup dedup`` wall time of
-   each, interleaved, median of ``--repeat``; and the signature verification as a reference.
+   ``run_dedup.py`` (``examples/generate_corpus.py``, seed 1): ``neardup dedup`` wall and CPU
+   time of each at each of ``--thresholds``, interleaved, median of ``--repeat``; and the
+   signature verification as a reference.
 3. **HTML pages/s**: ``html_to_text`` with the stdlib parser and with resiliparse (what
    ``--html`` uses when the ``[html]`` extra is installed), plain and ``--main-content``, on
    generated news-site pages (~10 KB), with selectolax's raw ``text()`` as a peer.
@@ -105,38 +106,37 @@ def bench_dedup(args) -> None:
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     variants = {
-        "signature": ["--verify", "signature"],
-        "exact": ["--verify", "exact"],
-        "edit (word)": ["--verify", "edit"],
+        f"{verify} at {t:g}": ["--verify", verify, "--threshold", f"{t:g}"]
+        for t in args.thresholds
+        for verify in ("signature", "exact", "edit")
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
-    removed: dict[str, str] = {}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
+    counters: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):
             for name, extra in variants.items():
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "neardup",
-                    "dedup",
-                    str(corpus),
-                    "-o",
-                    f"{tmp}/out.jsonl",
-                    "--workers",
-                    "2",
-                ]
+                cmd = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", f"{tmp}/out.jsonl"]
+                cmd += ["--workers", str(args.workers)]
+                before = os.times()
                 t = time.perf_counter()
                 r = subprocess.run(cmd + extra, env=env, capture_output=True, text=True, check=True)
                 times[name].append(time.perf_counter() - t)
-                for line in (r.stdout + r.stderr).splitlines():
-                    if line.startswith(("removed", "candidate pairs checked")):
-                        removed[name] = removed.get(name, "") + " ".join(line.split()) + "; "
-    base = statistics.median(times["exact"])
-    print("| verify | wall s (median) | / exact | counters |")
-    print("|---|---:|---:|---|")
-    for name, ts in times.items():
-        m = statistics.median(ts)
-        print(f"| {name} | {m:.2f} | {m / base:.2f} | {removed.get(name, '')} |")
+                after = os.times()
+                cpu[name].append(
+                    after.children_user + after.children_system - before.children_user - before.children_system
+                )
+                counters[name] = "; ".join(
+                    " ".join(line.split())
+                    for line in (r.stdout + r.stderr).splitlines()
+                    if line.startswith(("removed", "candidate pairs checked", "LSH"))
+                )
+    print("| run | wall s (median) | CPU s (median) | wall / exact | counters |")
+    print("|---|---:|---:|---:|---|")
+    for name in variants:
+        base = statistics.median(times[f"exact at {name.split(' at ')[1]}"])
+        m = statistics.median(times[name])
+        print(f"| {name} | {m:.2f} | {statistics.median(cpu[name]):.2f} | {m / base:.2f} | {counters.get(name, '')} |")
 
 
 def page(rng: random.Random, i: int) -> str:
@@ -188,10 +188,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--docs", type=int, default=100_000, help="corpus size of the dedup comparison")
     ap.add_argument("--skip-dedup", action="store_true", help="leave out the dedup comparison")
+    ap.add_argument("--only-dedup", action="store_true", help="only the dedup comparison")
+    ap.add_argument("--thresholds", type=float, nargs="+", default=[0.8, 0.9], help="of the dedup comparison")
+    ap.add_argument("--workers", type=int, default=2, help="of the dedup comparison")
     args = ap.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    bench_verify(args)
-    bench_html(args)
+    if not args.only_dedup:
+        bench_verify(args)
+        bench_html(args)
     if not args.skip_dedup:
         bench_dedup(args)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")

@@ -46,8 +46,12 @@ def test_shared_options_are_one_option_each():
     names = [opt.name for opt in method_options()]
     assert len(names) == len(set(names))
     threshold = next(opt for opt in method_options() if opt.name == "threshold")
-    assert set(threshold.methods) == {"minhash", "spotsigs"}
+    assert set(threshold.methods) == {"minhash", "simhash", "spotsigs"}  # simhash: with --verify edit
     assert "[default: 0.8]" in threshold.helps["minhash"]
+    # --verify is one option with the union of the methods' choices
+    verify = next(opt for opt in method_options() if opt.name == "verify")
+    assert set(verify.methods) == {"minhash", "simhash", "spotsigs"}
+    assert list(verify.kwargs["type"].choices) == ["signature", "exact", "edit"]
 
 
 def test_no_options_give_the_default_config():

@@ -293,10 +293,14 @@ def test_eval_on_a_real_dedup_run(tmp_path):
 def test_report_cli(tmp_path, labelled):
     _, pred, pairs = labelled
     docs = write_jsonl(tmp_path / "docs.jsonl", [{"id": i, "text": f"text of {i} " * 3} for i in "abcdef"])
-    res = run("report", docs, "--clusters", pred, "--pairs", pairs, "-o", tmp_path / "r.html")
+    res = run("report", docs, "--clusters", pred, "--pairs", pairs, "--threshold", "0.85", "-o", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
     assert "2 clusters (2 detailed) of 6 documents" in res.stderr
-    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    page = (tmp_path / "r.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<title>docs.jsonl: neardup report</title>" in page
+    # d is 0.8 to its kept c, below 0.85: its chain is the pair c-d (0.8) of the pairs table
+    assert "<th>threshold</th><td>0.85</td>" in page and '"c":[[' in page
+    assert run("report", docs, "--clusters", pred, "--threshold", "1.5", "-o", tmp_path / "x.html").exit_code == 2
     res = run("report", docs, "--clusters", pairs, "-o", tmp_path / "r2.html")
     assert res.exit_code == 1 and "got a pairs table" in res.stderr
     other = write_jsonl(tmp_path / "other.jsonl", [{"id": "zz", "text": "x"}])

@@ -126,15 +126,25 @@ def brute_simhash(config: SimHashConfig, texts: list[str]) -> tuple[set, bool]:
     values, counts = hasher.sign_texts_with_counts(texts)
     d = popcount_array(values[:, None, :] ^ values[None, :, :]).sum(axis=2)
     nonempty = counts > 0
-    return _pairs_where((d <= config.max_distance) & nonempty[:, None] & nonempty[None, :]), True
+    within = _pairs_where((d <= config.max_distance) & nonempty[:, None] & nonempty[None, :])
+    return _edit_verified(config, texts, within), True
 
 
 def brute_spotsigs(config: SpotSigsConfig, texts: list[str]) -> tuple[set, bool]:
     sigs = extract(texts, config.scheme)
     if config.idf_band is not None:
         sigs = idf_filter(sigs, config.idf_band)
-    res = all_pairs_bruteforce(sigs, config.threshold)
-    return set(zip(res.a.tolist(), res.b.tolist())), True
+    res = all_pairs_bruteforce(sigs, config.pair_threshold)
+    return _edit_verified(config, texts, set(zip(res.a.tolist(), res.b.tolist()))), True
+
+
+def _edit_verified(config, texts: list[str], candidates: set) -> set:
+    """With ``verify="edit"``: the candidate pairs whose edit similarity reaches the threshold."""
+    if getattr(config, "verify", None) != "edit":
+        return candidates
+    return {
+        (i, j) for i, j in candidates if edit_similarity(texts[i], texts[j], config.edit_level) >= config.edit_threshold
+    }
 
 
 def brute_exact(config: ExactConfig, texts: list[str]) -> tuple[set, bool]:
@@ -203,8 +213,15 @@ VARIANTS: dict[str, list[MethodConfig]] = {
         MinHashConfig(verify="edit", edit_level="char", threshold=0.85, num_perm=64),
         MinHashConfig(shingling=Shingling("char", 5), num_perm=64, threshold=0.75),
     ],
-    "simhash": [SimHashConfig(bits=64, max_distance=3), SimHashConfig(weighting="idf", max_distance=10)],
-    "spotsigs": [SpotSigsConfig(threshold=0.6, idf_band=(0.1, 0.95))],
+    "simhash": [
+        SimHashConfig(bits=64, max_distance=3),
+        SimHashConfig(weighting="idf", max_distance=10),
+        SimHashConfig(verify="edit", threshold=0.85, max_distance=24),
+    ],
+    "spotsigs": [
+        SpotSigsConfig(threshold=0.6, idf_band=(0.1, 0.95)),
+        SpotSigsConfig(verify="edit", threshold=0.85, edit_level="char"),
+    ],
     "exact": [ExactConfig(raw=True)],
     "imatch": [IMatchConfig(lexicons=3, min_terms=3)],
 }

@@ -62,6 +62,14 @@ def test_cutoff_gives_zero_below_threshold_and_the_value_above(pairs, threshold)
         assert g == pytest.approx(ref if ref >= threshold else 0.0, abs=1e-9)
 
 
+def test_pairs_exactly_at_the_threshold_are_kept():
+    """rapidfuzz's cutoff alone refuses d = 1 of 5 at 0.8 ((1 - 0.8) * 5 < 1 in floating point)."""
+    a = [list(range(n)) for n in (5, 10, 45)]
+    b = [x[: len(x) * 4 // 5] + [1000 + i for i in range(len(x) // 5)] for x in a]
+    assert edit_similarities(a, b, 0.8).tolist() == [0.8, 0.8, 0.8]
+    assert edit_similarities(a, b, 0.8 + 1e-12).tolist() == [0.0, 0.0, 0.0]
+
+
 def test_public_name_and_golden_values():
     assert neardup.edit_similarity("the cat sat on the mat", "the cat sat on a mat") == pytest.approx(5 / 6)
     assert edit_similarity("", "") == 1.0

@@ -163,7 +163,12 @@ def method_options() -> list[MethodOption]:
             for name, decls, kwargs, help_text in _field_options(cls, f, spec):
                 opt = options.get(name)
                 if opt is None:
-                    opt = options[name] = MethodOption(name, decls, kwargs)
+                    opt = options[name] = MethodOption(name, decls, dict(kwargs))
+                elif isinstance(opt.kwargs.get("type"), click.Choice) and isinstance(kwargs.get("type"), click.Choice):
+                    # one flag, the union of the methods' choices (--verify); each config checks its own
+                    merged = list(opt.kwargs["type"].choices)
+                    merged += [c for c in kwargs["type"].choices if c not in merged]
+                    opt.kwargs["type"] = click.Choice(merged)
                 elif repr(opt.kwargs.get("type")) != repr(kwargs.get("type")):
                     raise TypeError(f"option {decls[0]} has different types in {opt.methods} and {method}")
                 opt.helps[method] = help_text

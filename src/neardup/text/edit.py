@@ -96,14 +96,18 @@ def edit_similarities(a: Sequence, b: Sequence, threshold: float = 0.0, workers:
     if not len(a):
         return np.empty(0, dtype=np.float64)
     levenshtein, cpdist = _rapidfuzz()
+    # rapidfuzz (3.14) refuses pairs exactly at a normalized cutoff (d = 1 of 5 words at 0.8, and
+    # still at 0.8 - 1e-9): ask for a little less, then apply ">= threshold" to the values themselves
     out = cpdist(
         a,
         b,
         scorer=levenshtein.normalized_similarity,
-        score_cutoff=threshold,
+        score_cutoff=max(0.0, threshold - 1e-6),
         workers=max(1, int(workers)),
         dtype=np.float64,
     )
+    out = np.asarray(out, dtype=np.float64)
+    out[out < threshold] = 0.0
     # rapidfuzz gives 0 for two empty sequences (0/0); by the definition above they are equal
     for i in np.flatnonzero(out == 0).tolist():
         if not len(a[i]) and not len(b[i]):

@@ -119,6 +119,16 @@ class MinHashConfig(MethodConfig):
             return self.candidate_threshold
         return candidate_threshold(self.threshold, self.shingling.n)
 
+    @property
+    def edit_threshold(self) -> float:
+        """With ``verify="edit"``: the edit similarity a pair must reach (``threshold``)."""
+        return self.threshold
+
+    @property
+    def edit_normalization(self) -> tuple[bool, bool]:
+        """(nfkc, casefold) of the tokens ``verify="edit"`` compares, as the shingles'."""
+        return self.shingling.nfkc, self.shingling.casefold
+
     def validate(self) -> None:
         if self.verify != "edit" and self.candidate_threshold is not None:
             raise conflict("candidate_threshold is for verify='edit' only")

@@ -45,12 +45,13 @@ def minhash_plan(config: MinHashConfig) -> Plan:
         Step("band", band, ("values", "counts")),
     ]
     if config.verify == "edit":
-        from .edit import TokenRows, cluster_edit, edit_token_rows, edit_verifier, similarity_edit, verify_group_edit
+        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier
+        from .edit import cluster_edit, verify_group_edit
 
         stages += [
             Step("find candidate texts", candidate_texts, ("keys", "candidates")),
             Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
-            Step("verifier", edit_verifier, ("values", "token_docs", "token_ids", "token_offsets")),
+            Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
             GroupBy(
                 "verify + cluster",
                 edit_groups,
@@ -60,7 +61,7 @@ def minhash_plan(config: MinHashConfig) -> Plan:
             ),
         ]
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
-        return Plan(config, tuple(stages), similarity_edit, prepass)
+        return Plan(config, tuple(stages), edit_similarity_of, prepass)
     if config.verify == "exact":
         stages += [
             Step("find candidate texts", candidate_texts, ("keys", "candidates")),

@@ -11,18 +11,22 @@ from dataclasses import dataclass
 from functools import partial
 
 from ...core.plan import Plan
-from ...core.validation import Boolean, Choice, Instance, Integer, Optional, conflict
+from ...core.validation import Boolean, Choice, Instance, Integer, Optional, Real, conflict
+from ...text.edit import EDIT_LEVELS
 from ...text.shingles import Shingling
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, Sketched, param
 from ..registry import register
 from .scheme import SimHashScheme
 
-__all__ = ["DEFAULT_BITS", "DEFAULT_MAX_DISTANCE", "SimHashConfig"]
+__all__ = ["DEFAULT_BITS", "DEFAULT_EDIT_THRESHOLD", "DEFAULT_MAX_DISTANCE", "SimHashConfig"]
 
 # 128 bits within 12 (similarity >= 0.906): 98% of light edits, no unrelated pair in 5e9 on the
 # generated benchmark corpus, where Manku et al.'s 64 bits within 3 keeps only ~70% (docs/simhash.md)
 DEFAULT_MAX_DISTANCE = 12
 DEFAULT_BITS = 128
+DEFAULT_EDIT_THRESHOLD = 0.8
+"""With ``verify="edit"`` and no ``threshold``: the edit similarity pairs must reach (MinHash's
+default threshold)."""
 
 
 @register
@@ -44,6 +48,12 @@ class SimHashConfig(MethodConfig):
             frequency learned from the input itself; reads the input twice).
         min_df: with ``"idf"``, shingles in fewer documents share the largest weight.
         blocks: m, the permuted-table blocks; chosen from the number of documents when None.
+        verify: ``"signature"`` (a pair within ``max_distance`` is a near-duplicate) or ``"edit"``
+            (such a pair is a candidate, kept when its normalized edit similarity reaches
+            ``threshold``; :mod:`neardup.methods.verify_edit`). Only pairs within the distance
+            are checked: a larger ``max_distance`` finds more of the pairs the verifier accepts.
+        threshold: with ``"edit"``, the edit similarity to reach (default 0.8).
+        edit_level: with ``"edit"``, word tokens or characters.
         exact_prepass: fingerprint only the first of each group of identical normalized texts
             (same result, less work; off with IDF weighting, whose document frequencies count
             every document).
@@ -82,6 +92,23 @@ class SimHashConfig(MethodConfig):
     blocks: int | None = param(
         None, Optional(Integer(1, 128)), "Permuted-table blocks M > K [default: chosen from the document count]."
     )
+    verify: str = param(
+        "signature",
+        Choice(("signature", "edit")),
+        "Keep a pair within the distance (signature), or (edit) take it as a candidate and keep it "
+        "when its normalized edit similarity reaches --threshold (re-reads the candidate texts).",
+    )
+    threshold: float | None = param(
+        None,
+        Optional(Real(0, 1, low_open=True)),
+        f"With --verify edit: the edit similarity at or above which a candidate pair is a "
+        f"near-duplicate [default: {DEFAULT_EDIT_THRESHOLD}].",
+    )
+    edit_level: str = param(
+        "word",
+        Choice(EDIT_LEVELS),
+        "With --verify edit: edit distance over word tokens or characters.",
+    )
     exact_prepass: bool = param(
         True,
         Boolean(),
@@ -93,7 +120,21 @@ class SimHashConfig(MethodConfig):
         ),
     )
 
+    @property
+    def edit_threshold(self) -> float:
+        """With ``verify="edit"``: the edit similarity a candidate pair must reach."""
+        return DEFAULT_EDIT_THRESHOLD if self.threshold is None else self.threshold
+
+    @property
+    def edit_normalization(self) -> tuple[bool, bool]:
+        """(nfkc, casefold) of the tokens ``verify="edit"`` compares, as the shingles'."""
+        return self.shingling.nfkc, self.shingling.casefold
+
     def validate(self) -> None:
+        if self.verify != "edit" and self.threshold is not None:
+            raise conflict("threshold is for verify='edit' only (simhash's own bound is max_distance)")
+        if self.verify != "edit" and self.edit_level != "word":
+            raise conflict("edit_level is for verify='edit' only")
         half = self.bits // 2
         if self.max_distance >= half:
             raise conflict(
@@ -132,8 +173,13 @@ class SimHashConfig(MethodConfig):
             "permuted tables": f"m={int(counters.get('blocks', 0))} blocks, {int(counters.get('tables', 0))} tables, "
             f"{int(counters.get('distinct', 0)):,} distinct fingerprints",
             "pairs within distance": f"{int(counters.get('pairs', 0)):,} "
-            f"({int(counters.get('checked', 0)):,} candidates checked)",
+            f"({int(counters.get('searched', counters.get('checked', 0))):,} candidates checked)",
         }
+        if self.verify == "edit":
+            lines["edit verification"] = (
+                f"{int(counters.get('verified', 0)):,} of {int(counters.get('checked', 0)):,} pairs reach "
+                f"{self.edit_level} edit similarity {self.edit_threshold}"
+            )
         return lines
 
     def sketch_texts(self, texts: Sequence[str]) -> Sketched:

@@ -11,6 +11,11 @@
    graph "Hamming distance <= max_distance"; a pair's similarity is 1 - d / f. By definition, a
    table per block combination keyed by its kept bits, every group verified by distance.
 
+With ``verify="edit"``, step 3 is ``Hamming search (candidates)``, the same search giving every
+pair within ``max_distance`` as a candidate, followed by the edit-verification stages every method
+shares (:mod:`neardup.methods.verify_edit`): the candidate texts are re-read and a pair is kept when
+its normalized edit similarity reaches ``threshold``.
+
 Documents without a single shingle (empty after normalization) are never paired.
 """
 
@@ -46,13 +51,21 @@ def simhash_plan(config: SimHashConfig) -> Plan:
             Step("IDF table", idf_table, ("frequencies",)),
         ]
         fingerprint_inputs = ("idf",)
-    stages += [
-        Scan("read + fingerprint", fingerprint_batch, fingerprint_rows, fingerprint_inputs),
-        GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")),
-    ]
+    stages.append(Scan("read + fingerprint", fingerprint_batch, fingerprint_rows, fingerprint_inputs))
     prepass = None
     if config.exact_prepass and config.weighting != "idf":
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold)
+    if config.verify == "edit":
+        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier, verify_candidates
+
+        stages += [
+            Step("Hamming search (candidates)", candidate_pairs, ("values", "counts")),
+            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
+            Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
+        ]
+        return Plan(config, tuple(stages), edit_similarity_of, prepass)
+    stages.append(GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")))
     return Plan(config, tuple(stages), similarity, prepass)
 
 
@@ -133,6 +146,7 @@ def search(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts:
     n = len(values)
     docs = np.flatnonzero(counts > 0)
     up = unique_pairs(values[docs], config.max_distance, blocks=config.blocks, workers=ctx.threads)
+    counters = _search_counters(up)
     ngroups = len(up.firsts)
     # union-find over documents: each group's members to its first member, and group pairs
     parent = new_forest(n)
@@ -141,24 +155,39 @@ def search(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts:
     heads = docs[up.order[up.starts[:-1]]]
     union_edges(parent, members, heads[group_of_sorted])
     union_edges(parent, heads[up.a], heads[up.b])
-    sizes = np.diff(up.starts)
-    n_pairs = int((sizes[up.a] * sizes[up.b]).sum() + (sizes * (sizes - 1) // 2).sum())
-    out: dict[str, Any] = {
-        "root": roots(parent),
-        "counters": {
-            "pairs": n_pairs,
-            "checked": up.checked,
-            "distinct": ngroups,
-            "blocks": up.plan.blocks,
-            "tables": len(up.plan.tables),
-        },
-    }
+    out: dict[str, Any] = {"root": roots(parent), "counters": {**counters, "checked": counters.pop("searched")}}
     if ctx.want_pairs:
         a, b, d = expand(up.a, up.b, up.d, up.order, up.starts)
         a, b = docs[a], docs[b]
         order = np.lexsort((b, a))
         out["pairs"] = (a[order], b[order], 1.0 - d[order] / config.bits)
     return out
+
+
+def _search_counters(up) -> dict[str, int]:
+    """Counters of a Hamming search: pairs within the distance (of documents), fingerprint pairs
+    searched, distinct fingerprints, blocks and tables."""
+    sizes = np.diff(up.starts)
+    return {
+        "pairs": int((sizes[up.a] * sizes[up.b]).sum() + (sizes * (sizes - 1) // 2).sum()),
+        "searched": up.checked,
+        "distinct": len(up.firsts),
+        "blocks": up.plan.blocks,
+        "tables": len(up.plan.tables),
+    }
+
+
+def candidate_pairs(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts: np.ndarray) -> dict[str, Any]:
+    """Step (``verify="edit"``): every pair of non-empty documents within ``max_distance`` (those
+    of equal fingerprints included), as candidates for edit verification, and the documents in one."""
+    docs = np.flatnonzero(counts > 0)
+    up = unique_pairs(values[docs], config.max_distance, blocks=config.blocks, workers=ctx.threads)
+    a, b, _ = expand(up.a, up.b, up.d, up.order, up.starts)
+    a, b = docs[a], docs[b]
+    wanted = np.zeros(len(values), dtype=bool)
+    wanted[a] = True
+    wanted[b] = True
+    return {"candidate_a": a, "candidate_b": b, "wanted": wanted, "counters": _search_counters(up)}
 
 
 def similarity(config: SimHashConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...core.plan import Plan
-from ...core.validation import Boolean, Choice, Integer, Optional, Range, Real, Words
+from ...core.validation import Boolean, Choice, Integer, Optional, Range, Real, Words, conflict
+from ...text.edit import EDIT_LEVELS
 from ...text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 from ..base import PREPASS_OFF, CliSpec, MethodConfig, param
 from ..registry import register
@@ -60,7 +61,26 @@ class SpotSigsConfig(MethodConfig):
     threshold: float = param(
         DEFAULT_THRESHOLD,
         Real(0, 1, low_open=True),
-        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates.",
+        "Weighted Jaccard of the spot signatures at or above which documents are near-duplicates "
+        "(with --verify edit: the edit similarity a candidate pair must reach).",
+    )
+    verify: str = param(
+        "exact",
+        Choice(("exact", "edit")),
+        "Keep a pair whose weighted Jaccard reaches --threshold (exact), or (edit) take the pairs "
+        "at the candidate threshold as candidates and keep those whose normalized edit similarity "
+        "reaches --threshold (re-reads the candidate texts).",
+    )
+    edit_level: str = param(
+        "word",
+        Choice(EDIT_LEVELS),
+        "With --verify edit: edit distance over word tokens or characters.",
+    )
+    candidate_threshold: float | None = param(
+        None,
+        Optional(Real(0, 1, low_open=True)),
+        "With --verify edit: the weighted Jaccard of the candidate pairs [default: from the edit "
+        "threshold, as MinHash's for word (chain + 1)-grams; see docs/evaluation.md].",
     )
     spot_distance: int = param(
         DEFAULT_SPOT_DISTANCE, Integer(1, MAX_CHAIN), "A chain takes every D-th non-stopword after its antecedent."
@@ -104,7 +124,36 @@ class SpotSigsConfig(MethodConfig):
     )
     _scheme: SpotSigsScheme = field(init=False, repr=False, compare=False)
 
+    @property
+    def edit_threshold(self) -> float:
+        """With ``verify="edit"``: the edit similarity a candidate pair must reach (``threshold``)."""
+        return self.threshold
+
+    @property
+    def edit_normalization(self) -> tuple[bool, bool]:
+        """(nfkc, casefold) of the tokens ``verify="edit"`` compares, as the signatures'."""
+        return self.scheme.nfkc, self.scheme.casefold
+
+    @property
+    def pair_threshold(self) -> float:
+        """The weighted Jaccard the all-pairs search finds: ``threshold``, or with
+        ``verify="edit"`` the candidate threshold (given, or from the edit threshold as
+        :func:`~neardup.methods.minhash.edit.candidate_threshold` for word (chain + 1)-grams: a
+        spot signature is its antecedent and ``chain`` words, so one changed word touches about as
+        many signatures as it touches such n-grams)."""
+        if self.verify != "edit":
+            return self.threshold
+        if self.candidate_threshold is not None:
+            return self.candidate_threshold
+        from ..minhash.edit import candidate_threshold
+
+        return candidate_threshold(self.threshold, self.chain + 1)
+
     def validate(self) -> None:
+        if self.verify != "edit" and self.candidate_threshold is not None:
+            raise conflict("candidate_threshold is for verify='edit' only")
+        if self.verify != "edit" and self.edit_level != "word":
+            raise conflict("edit_level is for verify='edit' only")
         object.__setattr__(
             self,
             "_scheme",
@@ -146,10 +195,16 @@ class SpotSigsConfig(MethodConfig):
                 f"[{self.idf_band[0]:g}, {self.idf_band[1]:g}]: kept {c.get('kept', 0):,} of "
                 f"{c.get('before', 0):,} signatures"
             )
-        lines["length partitions"] = f"{c.get('partitions', 0):,} (threshold {self.threshold})"
-        lines["similarity computations"] = f"{c.get('computed', 0):,} ({c.get('pairs', 0):,} pairs >= {self.threshold})"
+        t = self.pair_threshold
+        lines["length partitions"] = f"{c.get('partitions', 0):,} (threshold {t})"
+        lines["similarity computations"] = f"{c.get('computed', 0):,} ({c.get('pairs', 0):,} pairs >= {t})"
         lines["pruned by length bound"] = (
             f"{c.get('pruned', 0):,} list entries; {c.get('lists_cut', 0):,} lists cut "
             f"short, {c.get('lists_skipped', 0):,} never opened"
         )
+        if self.verify == "edit":
+            lines["edit verification"] = (
+                f"{c.get('verified', 0):,} of {c.get('checked', 0):,} candidate pairs reach "
+                f"{self.edit_level} edit similarity {self.threshold}"
+            )
         return lines

@@ -8,7 +8,10 @@
    partitions and a pruned inverted index (:func:`~neardup.methods.spotsigs.pairs.all_pairs`),
    and the connected components of that pair graph.
 
-There is no candidate stage and nothing to verify: the pairs are the complete graph of pairs at
+With ``verify="edit"``, step 3 is ``all pairs (candidates)`` at the candidate threshold, followed
+by the edit-verification stages every method shares (:mod:`neardup.methods.verify_edit`).
+
+Otherwise there is no candidate stage and nothing to verify: the pairs are the complete graph of pairs at
 or above the threshold, no more, no less. Documents without signatures (after the filter) are
 never paired and are reported as empty. The all-pairs search is one step over every document's
 signatures: its length partitions are where an engine that spreads the work would cut it.
@@ -39,13 +42,21 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
     if config.idf_band is not None:
         stages.append(Scan("read + count signatures (IDF)", extract_batch, SignatureFrequencies))
         extract_inputs = ("frequencies",)
-    stages += [
-        Scan("read + extract spot signatures", filtered_batch, SignatureRows, extract_inputs),
-        Step("all pairs", pairs_and_clusters, ("signatures",)),
-    ]
+    stages.append(Scan("read + extract spot signatures", filtered_batch, SignatureRows, extract_inputs))
     prepass = None
     if config.exact_prepass and config.idf_band is None:
         prepass = Prepass(config.scheme.nfkc, config.scheme.casefold)
+    if config.verify == "edit":
+        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier, verify_candidates
+
+        stages += [
+            Step("all pairs (candidates)", candidate_pairs, ("signatures",)),
+            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
+            Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
+        ]
+        return Plan(config, tuple(stages), edit_similarity_of, prepass)
+    stages.append(Step("all pairs", pairs_and_clusters, ("signatures",)))
     return Plan(config, tuple(stages), similarity, prepass)
 
 
@@ -109,22 +120,36 @@ class SignatureRows:
         }
 
 
+def _counters(res, signatures: SpotSignatures) -> dict[str, int]:
+    c = res.counters
+    return {
+        "documents": c.documents,
+        "signatures": int(signatures.lengths.sum()),
+        "partitions": c.partitions,
+        "computed": c.computed,
+        "pairs": c.pairs,
+        "pruned": c.pruned,
+        "lists_cut": c.lists_cut,
+        "lists_skipped": c.lists_skipped,
+    }
+
+
+def candidate_pairs(config: SpotSigsConfig, ctx: StageContext, signatures: SpotSignatures) -> dict[str, Any]:
+    """Step (``verify="edit"``): every pair at or above the candidate threshold, as candidates for
+    edit verification, and the documents in one."""
+    res = all_pairs(signatures, config.pair_threshold, workers=ctx.threads)
+    wanted = np.zeros(len(signatures), dtype=bool)
+    wanted[res.a] = True
+    wanted[res.b] = True
+    return {"candidate_a": res.a, "candidate_b": res.b, "wanted": wanted, "counters": _counters(res, signatures)}
+
+
 def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: SpotSignatures) -> dict[str, Any]:
     """Step: every pair at or above the threshold, and the clusters they make."""
     res = all_pairs(signatures, config.threshold, workers=ctx.threads)
-    c = res.counters
     out: dict[str, Any] = {
         "root": components(len(signatures), res.a, res.b),
-        "counters": {
-            "documents": c.documents,
-            "signatures": int(signatures.lengths.sum()),
-            "partitions": c.partitions,
-            "computed": c.computed,
-            "pairs": c.pairs,
-            "pruned": c.pruned,
-            "lists_cut": c.lists_cut,
-            "lists_skipped": c.lists_skipped,
-        },
+        "counters": _counters(res, signatures),
     }
     if ctx.want_pairs:
         out["pairs"] = (res.a, res.b, res.similarity)
