@@ -186,6 +186,7 @@ def dedup(
     engine: Engine | None = None,
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    read_stats: ReadStats | None = None,
 ) -> DedupResult:
     """Run the dedup job on input files or in-memory data and return what it found (nothing is written).
 
@@ -200,7 +201,9 @@ def dedup(
     with ``workers`` threads, every core when None); ``html`` strips markup from the text field
     (``main_content``: keep each page's main block). ``paths`` may hold files, folders of shards,
     globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
-    (:mod:`neardup.io.paths`).
+    (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
+    ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
+    the files fills as it reads (bytes read, documents, skips), for a progress display.
 
     >>> import tempfile, pathlib, json
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -218,7 +221,7 @@ def dedup(
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
         raise conflict("give either engine or workers (the engine has its own workers)")
-    read_stats = ReadStats()
+    read_stats = ReadStats() if read_stats is None else read_stats
     if is_in_memory(paths):
         if html or main_content:
             raise conflict("html/main_content apply to input files, not to in-memory data")

@@ -18,7 +18,8 @@ from ..incremental import AgainstResult, match_against
 from ..index.durable import DurableIndex
 from ..io import output_format, write_kept, write_table
 from ..io.paths import INPUT_FORMATS
-from .common import EXIT_DATA_ERROR, SETTINGS
+from ..io.policy import ReadStats
+from .common import EXIT_DATA_ERROR, SETTINGS, make_console
 from .config_file import config_option
 from .engine_options import add_engine_options, chosen_engine
 from .groups import option
@@ -28,6 +29,7 @@ from .options import (
     build_config,
     reject_foreign_options,
 )
+from .progress import compile_notice, input_bytes, job_progress, print_summary
 from .safety import check_output_paths, interrupts
 
 
@@ -190,12 +192,15 @@ def dedup_cmd(
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     against = None
+    read_stats = ReadStats()
+    total_bytes = input_bytes(inputs, input_format) if show_progress else None
     try:
         with (
             interrupts(),
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
-            _progress(show_progress) as progress,
+            job_progress(show_progress, read_stats, total_bytes) as progress,
+            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err),
         ):
             config = index.config if index is not None else config
             result = dedup(
@@ -214,6 +219,7 @@ def dedup_cmd(
                 want_pairs=pairs_path is not None,
                 on_batch=progress.advance,
                 on_stage=progress.stage,
+                read_stats=read_stats,
             )
             keep_mask = result.keep_mask
             if index is not None:
@@ -247,7 +253,20 @@ def dedup_cmd(
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, config.name, time.perf_counter() - started, against, update)
+        outputs = [("kept records", output), ("clusters", clusters_path), ("pairs", pairs_path)]
+        print_summary(
+            make_console(),
+            result,
+            config.name,
+            time.perf_counter() - started,
+            [(what, path) for what, path in outputs if path],
+            against,
+            update,
+        )
+
+
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _write_output(result, keep, inputs, output, text_field, id_field, on_error, input_format) -> None:
@@ -320,54 +339,6 @@ def _write_pairs(result: DedupResult, path: str) -> None:
     write_table({"id_a": ids[a], "id_b": ids[b], "similarity": sim}, path)
 
 
-class _NoProgress:
-    def advance(self, n: int) -> None:
-        pass
-
-    def stage(self, name: str) -> None:
-        pass
-
-
-@contextmanager
-def _progress(enabled: bool):
-    """A rich progress display on stderr with ``advance(n_documents)`` and ``stage(name)``."""
-    if not enabled:
-        yield _NoProgress()
-        return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        SpinnerColumn(finished_text="[green]done"),
-        TextColumn("{task.description}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-
-    class Display:
-        def __init__(self) -> None:
-            self.task = None
-            self.start = time.perf_counter()
-            self.done = 0
-
-        def advance(self, n: int) -> None:
-            self.done += n
-            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
-            progress.update(self.task, info=f"{self.done:,} documents, {rate:,.0f}/s")
-
-        def stage(self, name: str) -> None:
-            if self.task is not None:
-                progress.update(self.task, completed=1)
-            self.task = progress.add_task(name, total=1, info="")
-            self.start = time.perf_counter()
-            self.done = 0
-
-    with progress:
-        yield Display()
-
-
 @contextmanager
 def against_index(path: str | None, update: bool, method: str, config):
     """The index of ``--against`` (open for writing with ``--update``), or None. Its settings rule:
@@ -385,35 +356,3 @@ def against_index(path: str | None, update: bool, method: str, config):
                 f"{index.config.name} {index.config.to_json()}); leave them out to use the index's"
             )
         yield index
-
-
-def _print_summary(
-    result: DedupResult, method: str, total: float, against: AgainstResult | None = None, update: bool = False
-) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(stderr=True)
-    rs = result.read_stats
-    table = Table(title=f"neardup dedup --method {method}", show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    table.add_row("documents read", f"{result.n_documents:,}")
-    table.add_row("skipped", f"{rs.skipped:,}")
-    for reason, count in sorted(rs.reasons.items()):
-        table.add_row(f"  {reason}", f"{count:,}")
-    table.add_row("empty (no features)", f"{result.empty:,}")
-    table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
-    removed = result.n_removed if against is None else int(result.n_documents - against.keep_mask.sum())
-    table.add_row("removed", f"{removed:,}")
-    if against is not None:
-        table.add_row("  in a cluster with a match in the index", f"{against.n_removed_by_index:,}")
-    table.add_row("kept", f"{result.n_documents - removed:,}")
-    if update:
-        table.add_row("added to the index", f"{len(against.kept_ids):,}")
-    for label, value in result.stats.items():
-        table.add_row(label, value)
-    for stage, seconds in result.timings.items():
-        table.add_row(f"time {stage}", f"{seconds:.2f} s")
-    table.add_row("time total", f"{total:.2f} s")
-    console.print(table)
