@@ -204,3 +204,15 @@ def test_missing_config_file_is_a_usage_error(tmp_path):
     res = run("dedup", NEWS, "-o", tmp_path / "k.jsonl", "--config", tmp_path / "nope.toml")
     assert res.exit_code == 2
     assert f"cannot read {tmp_path / 'nope.toml'}" in res.output
+
+
+def test_the_readme_config_example_runs(tmp_path, monkeypatch):
+    import re
+
+    block = re.search(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S).group(1)
+    cfg = tmp_path / "dedup.toml"
+    cfg.write_text(block, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    res = run("dedup", NEWS, "--config", cfg, "-o", tmp_path / "kept.parquet", "-q")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "clusters.csv").exists() and (tmp_path / "kept.parquet").exists()

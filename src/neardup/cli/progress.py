@@ -34,9 +34,10 @@ __all__ = [
     "removed_share",
 ]
 
-FIRST_RUN_SECONDS = {"minhash": 30, "simhash": 30, "spotsigs": 25, "exact": 15, "imatch": 20}
-"""Seconds a method's first run spends compiling its kernels on a cold cache: the README's first
-command on 2 cores (see docs/benchmarks.md, "First run"); a machine of other speed takes more or less."""
+FIRST_RUN_SECONDS = {"minhash": 30, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 90}
+"""Seconds of a method's first run on a cold cache, on 2 cores: the README's first command for
+minhash (measured), the others scaled from runs on a loaded machine (docs/benchmarks.md, section
+6); a faster or slower machine takes less or more."""
 
 
 def first_run_seconds(method: str) -> int:
