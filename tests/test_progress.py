@@ -91,7 +91,7 @@ def test_input_bytes_counts_local_uncompressed_files_only(tmp_path):
     z = tmp_path / "z.jsonl.gz"
     z.write_bytes(gzip.compress(b'{"text": "x"}\n'))
     assert input_bytes([str(a), str(z)]) is None  # the reader counts decompressed bytes
-    assert input_bytes(["-"], "jsonl") is None
+    assert input_bytes(["memory://x/a.jsonl"]) is None  # remote: not listed twice
     assert input_bytes([str(tmp_path / "missing.jsonl")]) is None
 
 

@@ -50,9 +50,12 @@ def compile_message(method: str) -> str:
 
 def input_bytes(inputs, input_format: str | None = None) -> int | None:
     """The total size of the inputs when every source is a local uncompressed JSON Lines, CSV,
-    Parquet or Arrow file (what the readers count in ``ReadStats.bytes_read``), else None."""
+    Parquet or Arrow file (what the readers count in ``ReadStats.bytes_read``; standard input
+    counts, as the temporary file it is copied to), else None."""
     from ..io.read import resolve_inputs
 
+    if any("://" in str(p) for p in inputs):
+        return None  # not worth listing remote folders twice
     try:
         sources = resolve_inputs(list(inputs), input_format)
     except Exception:  # the job itself reports bad inputs
