@@ -5,6 +5,7 @@ get it); the summary, the notice and the cold cache are checked on real processe
 
 from __future__ import annotations
 
+import ast
 import csv
 import gzip
 import io
@@ -194,3 +195,41 @@ def test_three_processes_on_a_cold_cache_all_succeed_and_say_they_compile(tmp_pa
     )
     assert warm.returncode == 0 and "compiling kernels" not in warm.stderr
     assert (tmp_path / "warm.jsonl").read_bytes() == kept[0]
+
+
+LISTEN = """
+import sys
+from numba.core import event
+compiled = []
+class L(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__module__.rsplit(".", 1)[-1])
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", L())
+from neardup.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    print(sorted(set(compiled)), file=sys.stderr)
+"""
+
+
+@pytest.mark.slow
+def test_kernels_compile_lazily_only_those_the_job_uses(tmp_path):
+    """On a cold cache, importing neardup compiles nothing and an exact job compiles the JSON Lines
+    scanner, the line copier and the exact kernels (and what they call), no MinHash, SimHash or
+    SpotSigs kernel."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    args = ["dedup", str(NEWS), "-o", str(tmp_path / "kept.jsonl"), "--method", "exact", "-q"]
+    run = subprocess.run([sys.executable, "-c", LISTEN, *args], env=env, capture_output=True, text=True)
+    modules = set(ast.literal_eval(run.stderr.strip().splitlines()[-1]))
+    assert {"jsonl", "lines", "exact"} <= modules
+    assert not modules & {"minhash", "oph", "lsh", "candidates", "simhash", "hamming", "spotsigs", "imatch"}
+    imported = subprocess.run(
+        [sys.executable, "-c", LISTEN.replace("main(sys.argv[1:])", "import neardup; sys.exit(0)")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert imported.stderr.strip().splitlines()[-1] == "[]"
