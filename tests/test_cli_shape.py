@@ -186,7 +186,7 @@ def test_config_file_flags_lists_choices_of_numbers_and_the_output(tmp_path):
         ("idf-band = 0.5\n", "idf-band = 0.5: expected a list of 2 values"),
         ("threshold = 0.7\nthreshold = 0.8\n", "is not valid TOML"),
         ("threshold = \n", "(at line 1, column 13)"),
-        ('method = "exact"\nthreshold = 0.9\n', "--threshold does not apply to --method exact"),
+        ('method = "exact"\nthreshold = 0.9\n', "--threshold (set in --config) does not apply to --method exact"),
     ],
 )
 def test_config_file_errors_name_the_file_and_the_key(tmp_path, text, message):
