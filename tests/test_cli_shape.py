@@ -186,7 +186,7 @@ def test_config_file_flags_lists_choices_of_numbers_and_the_output(tmp_path):
         ("idf-band = 0.5\n", "idf-band = 0.5: expected a list of 2 values"),
         ("threshold = 0.7\nthreshold = 0.8\n", "is not valid TOML"),
         ("threshold = \n", "(at line 1, column 13)"),
-        ('method = "exact"\nthreshold = 0.9\n', "--threshold does not apply to --method exact"),
+        ('method = "exact"\nthreshold = 0.9\n', "--threshold (set in --config) does not apply to --method exact"),
     ],
 )
 def test_config_file_errors_name_the_file_and_the_key(tmp_path, text, message):
@@ -204,3 +204,15 @@ def test_missing_config_file_is_a_usage_error(tmp_path):
     res = run("dedup", NEWS, "-o", tmp_path / "k.jsonl", "--config", tmp_path / "nope.toml")
     assert res.exit_code == 2
     assert f"cannot read {tmp_path / 'nope.toml'}" in res.output
+
+
+def test_the_readme_config_example_runs(tmp_path, monkeypatch):
+    import re
+
+    block = re.search(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S).group(1)
+    cfg = tmp_path / "dedup.toml"
+    cfg.write_text(block, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    res = run("dedup", NEWS, "--config", cfg, "-o", tmp_path / "kept.parquet", "-q")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "clusters.csv").exists() and (tmp_path / "kept.parquet").exists()

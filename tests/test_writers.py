@@ -176,3 +176,46 @@ def test_outputs_are_byte_identical_for_any_worker_count(tmp_path):
         outs[workers] = {p.name: p.read_bytes() for p in sorted(d.iterdir())}
     assert outs[1] == outs[2] == outs[3]
     assert outs[1]["kept.csv"].count(b"\n") > 300
+
+
+def many_records(n: int, extra_at: int | None = None) -> list[dict]:
+    pad = "lorem ipsum dolor sit amet " * 12  # 10,000 records: 3.5 MB, several chunks
+    recs = [{"id": f"r{i}", "text": TRICKY[i % len(TRICKY)] + f" {pad}{i}", "n": i, "tags": [i % 3]} for i in range(n)]
+    if extra_at is not None:
+        recs[extra_at]["late"] = {"k": extra_at}
+    return recs
+
+
+@pytest.mark.parametrize("extra_at", [None, 3, 9_000])
+def test_json_lines_to_csv_one_pass_or_two_gives_the_same_bytes(tmp_path, monkeypatch, extra_at):
+    """JSON Lines to CSV is written in one pass while the fields are known by the first chunk
+    written; a field first seen in a later chunk (9,000 is past the first) makes it write again.
+    Either way the output equals the two-pass writer's, byte for byte."""
+    from test_io import read_back
+
+    from neardup.io import write as w
+
+    records = many_records(10_000, extra_at)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    keep = np.random.default_rng(1).random(len(records)) < 0.8
+    keep[extra_at or 0] = True
+    one = tmp_path / "one.csv.gz"
+    passes = []
+    real_init = w._CsvSink.__init__
+    monkeypatch.setattr(w._CsvSink, "__init__", lambda self, *a: passes.append(1) or real_init(self, *a))
+    assert write_kept([src], keep, one) == keep.sum()
+    assert len(passes) == (1 if extra_at == 9_000 else 0), "a second pass only for a field seen late"
+    assert not list(tmp_path.glob(".*")), "no temporary file left"
+
+    def always_two_passes(self, fmt, chunk, sel):
+        self.grew = True
+        self.fields.update(dict.fromkeys(k for r in w._chunk_records(fmt, chunk, sel) for k in r))
+
+    monkeypatch.setattr(w._CsvOnePassSink, "write", always_two_passes)
+    two = tmp_path / "two.csv.gz"
+    assert write_kept([src], keep, two) == keep.sum()
+    assert one.read_bytes() == two.read_bytes()
+    fields = ["id", "text", "n", "tags"] + ([] if extra_at is None else ["late"])
+    cell = lambda v: "" if v is None else v if isinstance(v, str) else orjson.dumps(v).decode()
+    assert read_back(one) == [{f: cell(r.get(f)) for f in fields} for r, k in zip(records, keep) if k]

@@ -191,6 +191,7 @@ def dedup(
     engine: Engine | None = None,
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    read_stats: ReadStats | None = None,
 ) -> DedupResult:
     """Run the dedup job on input files or in-memory data and return what it found (nothing is written).
 
@@ -205,7 +206,9 @@ def dedup(
     with ``workers`` threads, every core when None); ``html`` strips markup from the text field
     (``main_content``: keep each page's main block). ``paths`` may hold files, folders of shards,
     globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
-    (:mod:`neardup.io.paths`).
+    (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
+    ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
+    the files fills as it reads (bytes read, documents, skips), for a progress display.
 
     ``id_policy="line"`` (files, with ``id_field``): a record whose id is missing, empty or repeats
     an earlier record's gets the id ``FILE:LINE`` instead of being a bad record (counted in
@@ -231,7 +234,10 @@ def dedup(
     id_policy = check("id_policy", id_policy, Choice(("field", "line")))
     if id_policy == "line" and id_field is None:
         raise conflict("id_policy='line' needs an id_field")
-    read_stats = ReadStats(details=[] if record_skipped else None)
+    if read_stats is None:
+        read_stats = ReadStats()
+    if record_skipped and read_stats.details is None:
+        read_stats.details = []
     if is_in_memory(paths):
         if html or main_content:
             raise conflict("html/main_content apply to input files, not to in-memory data")

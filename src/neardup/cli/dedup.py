@@ -15,13 +15,14 @@ from contextlib import contextmanager
 import click
 import numpy as np
 
-from ..api import DedupResult, dedup
+from ..api import dedup
 from ..core.errors import NeardupError
-from ..incremental import AgainstResult, match_against
+from ..incremental import match_against
 from ..index.durable import DurableIndex
 from ..io import output_format
 from ..io.paths import INPUT_FORMATS
-from .common import EXIT_DATA_ERROR, SETTINGS
+from ..io.policy import ReadStats
+from .common import EXIT_DATA_ERROR, SETTINGS, make_console
 from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, chosen_engine
@@ -32,6 +33,7 @@ from .options import (
     build_config,
     reject_foreign_options,
 )
+from .progress import compile_notice, input_bytes, job_progress, print_summary
 from .safety import check_output_paths, interrupts, preflight_outputs
 
 
@@ -291,12 +293,15 @@ def dedup_cmd(
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     against = None
+    read_stats = ReadStats()
+    total_bytes = input_bytes(inputs, input_format) if show_progress else None
     try:
         with (
             interrupts() as outcome,
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
-            _progress(show_progress) as progress,
+            job_progress(show_progress, read_stats, total_bytes) as progress,
+            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err),
         ):
             config = index.config if index is not None else config
             result = dedup(
@@ -317,6 +322,7 @@ def dedup_cmd(
                 record_skipped=skipped_path is not None,
                 on_batch=progress.advance,
                 on_stage=progress.stage,
+                read_stats=read_stats,
             )
             if result.n_documents == 0 and not allow_empty:
                 raise NeardupError(nothing_read(inputs, result.read_stats, input_format))
@@ -372,12 +378,18 @@ def dedup_cmd(
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
-        _print_summary(result, config.name, time.perf_counter() - started, against, update, outs)
+        labels = {"-o": "annotated records" if annotate else "kept records", "--removed": "removed records"}
+        written = [(labels.get(option, option.lstrip("-")), path) for option, path in outs.named().items() if path]
+        print_summary(make_console(), result, config.name, time.perf_counter() - started, written, against, update)
     elif result.read_stats.skipped:
         rs = result.read_stats
         reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
         where = f"listed in {skipped_path}" if skipped_path else "--skipped PATH lists them"
         click.echo(f"neardup: warning: {rs.skipped:,} bad records skipped ({reasons}); {where}", err=True)
+
+
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def nothing_read(inputs, rs, input_format) -> str:
@@ -408,54 +420,6 @@ def nothing_read(inputs, rs, input_format) -> str:
     )
 
 
-class _NoProgress:
-    def advance(self, n: int) -> None:
-        pass
-
-    def stage(self, name: str) -> None:
-        pass
-
-
-@contextmanager
-def _progress(enabled: bool):
-    """A rich progress display on stderr with ``advance(n_documents)`` and ``stage(name)``."""
-    if not enabled:
-        yield _NoProgress()
-        return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        SpinnerColumn(finished_text="[green]done"),
-        TextColumn("{task.description}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-
-    class Display:
-        def __init__(self) -> None:
-            self.task = None
-            self.start = time.perf_counter()
-            self.done = 0
-
-        def advance(self, n: int) -> None:
-            self.done += n
-            rate = self.done / max(time.perf_counter() - self.start, 1e-9)
-            progress.update(self.task, info=f"{self.done:,} documents, {rate:,.0f}/s")
-
-        def stage(self, name: str) -> None:
-            if self.task is not None:
-                progress.update(self.task, completed=1)
-            self.task = progress.add_task(name, total=1, info="")
-            self.start = time.perf_counter()
-            self.done = 0
-
-    with progress:
-        yield Display()
-
-
 @contextmanager
 def against_index(path: str | None, update: bool, method: str, config):
     """The index of ``--against`` (open for writing with ``--update``), or None. Its settings rule:
@@ -473,46 +437,3 @@ def against_index(path: str | None, update: bool, method: str, config):
                 f"{index.config.name} {index.config.to_json()}); leave them out to use the index's"
             )
         yield index
-
-
-def _print_summary(
-    result: DedupResult,
-    method: str,
-    total: float,
-    against: AgainstResult | None = None,
-    update: bool = False,
-    outs: Outputs | None = None,
-) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(stderr=True)
-    rs = result.read_stats
-    table = Table(title=f"neardup dedup --method {method}", show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    table.add_row("documents read", f"{result.n_documents:,}")
-    table.add_row("skipped", f"{rs.skipped:,}")
-    for reason, count in sorted(rs.reasons.items()):
-        table.add_row(f"  {reason}", f"{count:,}")
-    table.add_row("empty (no features)", f"{result.empty:,}")
-    table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
-    removed = result.n_removed if against is None else int(result.n_documents - against.keep_mask.sum())
-    table.add_row("removed", f"{removed:,}")
-    if against is not None:
-        table.add_row("  in a cluster with a match in the index", f"{against.n_removed_by_index:,}")
-    table.add_row("kept", f"{result.n_documents - removed:,}")
-    if update:
-        table.add_row("added to the index", f"{len(against.kept_ids):,}")
-    for label, value in result.stats.items():
-        table.add_row(label, value)
-    for stage, seconds in result.timings.items():
-        table.add_row(f"time {stage}", f"{seconds:.2f} s")
-    table.add_row("time total", f"{total:.2f} s")
-    if outs is not None:
-        for option, path in outs.named().items():
-            if path is not None and path != "-":
-                table.add_row(f"written {option}", path)
-    console.print(table)
-    for message in rs.file_errors:  # a file skipped or read in part: which one, and what was lost
-        console.print(f"skipped: {message}", soft_wrap=True, markup=False, highlight=False)

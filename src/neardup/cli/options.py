@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 SHINGLING_FLAGS = ("ngram", "char_ngram", "strip_punctuation")
+DEFAULT_MAP = click.core.ParameterSource.DEFAULT_MAP
 
 
 def shingling_option(
@@ -198,7 +199,7 @@ def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) in (
         click.core.ParameterSource.COMMANDLINE,
         click.core.ParameterSource.ENVIRONMENT,
-        click.core.ParameterSource.DEFAULT_MAP,  # --config FILE.toml
+        DEFAULT_MAP,  # --config FILE.toml
     )
 
 
@@ -207,7 +208,10 @@ def reject_foreign_options(ctx: click.Context, method: str) -> None:
     for opt in method_options():
         if method not in opt.helps and _given(ctx, opt.name):
             flag = next(p for p in ctx.command.params if p.name == opt.name).opts[0]
-            raise click.UsageError(f"{flag} does not apply to --method {method} (it is for: {', '.join(opt.methods)})")
+            where = " (set in --config)" if ctx.get_parameter_source(opt.name) == DEFAULT_MAP else ""
+            raise click.UsageError(
+                f"{flag}{where} does not apply to --method {method} (it is for: {', '.join(opt.methods)})"
+            )
 
 
 def build_config(ctx: click.Context, method: str, params: dict[str, Any]) -> MethodConfig:

@@ -19,6 +19,7 @@ import errno
 import gzip
 import math
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -476,6 +477,63 @@ class _CsvSink:
         self._out.close()
 
 
+class _CsvOnePassSink:
+    """CSV out of JSON Lines records in one pass when the kept records' fields are all known by
+    the first chunk written (the usual case: every record has the same fields).
+
+    The rows go to a body file beside the output while the header grows from the records; at
+    ``close`` the header and the body become the output. If a later chunk brings a new field,
+    the rows written so far lack its column: the sink stops writing, keeps collecting the fields
+    (``grew``; ``fields`` in first-seen order, as :func:`_plan_columns` finds them) and
+    :func:`write_kept` writes the output again through a :class:`_CsvSink` with them. So the
+    output is the same either way, and JSON Lines to CSV parses the input once instead of twice
+    (a pass to find the fields, a pass to write) unless fields vary between records.
+    """
+
+    def __init__(self, tmp: Path, comp: str | None):
+        self._tmp, self._comp = tmp, comp
+        self._body_path = tmp.with_name(tmp.name + ".body")
+        self._body = open(self._body_path, "wb")  # noqa: SIM115 (closed by close())
+        self._options = pacsv.WriteOptions(include_header=False, batch_size=WRITE_ROWS)
+        self.fields: dict[str, None] = {}
+        self.grew = False
+        self._rows = 0
+
+    def write(self, fmt: str, chunk: Chunk, sel: list[int]) -> None:
+        records = _chunk_records(fmt, chunk, sel)
+        known = len(self.fields)
+        for r in records:
+            for name in r:
+                self.fields.setdefault(name)
+        if self._rows and len(self.fields) != known:
+            self.grew = True
+        if self.grew:
+            return
+        columns = [_text_column([r.get(f) for r in records]) for f in self.fields]
+        table = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
+        pacsv.write_csv(table, self._body, self._options)
+        self._rows += len(records)
+
+    def close(self) -> None:
+        try:
+            self._body.close()
+            if self.grew:
+                return
+            out = _open_output(self._tmp, self._comp)
+            try:
+                if self.fields:
+                    text = _TextOut(out)
+                    csv.writer(text, lineterminator="\n").writerow(list(self.fields))
+                    text.flush()
+                with open(self._body_path, "rb") as body:
+                    shutil.copyfileobj(body, out, BLOCK)
+            finally:
+                out.close()
+        finally:
+            with contextlib.suppress(OSError):
+                self._body_path.unlink()
+
+
 def _csv_native(typ: pa.DataType) -> bool:
     """Whether pyarrow's CSV writer writes values of ``typ`` as the CSV cells we want."""
     return (
@@ -578,6 +636,8 @@ def _open_sink(out_fmt: str, out_path: str, tmp: Path, sources, keep: np.ndarray
         return JsonlSink(tmp, comp, pol.text_field)
     plan_pol = Policy(pol.text_field, pol.id_field, pol.on_error, ReadStats())
     if out_fmt == "csv":
+        if all(fmt == "jsonl" for _, fmt in sources):
+            return _CsvOnePassSink(tmp, comp)
         fields = list(_plan_columns(sources, keep, plan_pol, False).types)
         return _CsvSink(tmp, comp, fields + [n for n in added if n not in fields], pol.text_field)
     schemas = []
@@ -653,10 +713,10 @@ def write_kept(
         if col.shape != keep.shape:
             raise ValueError(f"annotate[{name!r}] has {len(col)} values for {len(keep)} documents")
     added = {name: _arrow_type(col) for name, col in values.items()}
-    written = 0
-    start = 0
-    with _atomic_output(out_path, outputs) as tmp:
-        sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol, added)
+
+    def copy(sink) -> tuple[int, int]:
+        """Write the kept records into ``sink``: (records written, documents read)."""
+        written = start = 0
         try:
             for path, fmt in sources:
                 if all_valid and fmt == "jsonl" and out_fmt == "jsonl" and not values:
@@ -677,6 +737,13 @@ def write_kept(
                     written += len(sel)
         finally:
             sink.close()
+        return written, start
+
+    with _atomic_output(out_path, outputs) as tmp:
+        sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol, added)
+        written, start = copy(sink)
+        if isinstance(sink, _CsvOnePassSink) and sink.grew:  # the columns are known now: write again
+            written, start = copy(_CsvSink(tmp, compression(str(out_path)), list(sink.fields), pol.text_field))
         if start != len(keep):
             raise InputChangedError(
                 f"keep has {len(keep)} entries but the inputs hold {start} documents; were the "

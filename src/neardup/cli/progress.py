@@ -1,0 +1,268 @@
+"""What a running command shows on stderr: its progress, the first run's kernel compilation, its summary.
+
+:class:`JobProgress` is the live display of a dedup job on a terminal (rich): the stage, documents
+done and their rate, and where the total is known a percentage and an estimated time left; in
+the first pass over the inputs by bytes read out of the inputs' total size
+(:func:`input_bytes`: local uncompressed files), in later passes by documents out of those
+read. It is shown only when stderr is a terminal; otherwise :class:`NoProgress` shows nothing.
+
+:func:`compile_notice` watches numba compile its kernels (numba's ``numba:compile`` event, which
+fires only for a kernel that is not cached): the first run of a job, or the first after an
+upgrade, compiles each kernel the job uses once, which takes a while, so the display says
+"compiling kernels (first run only, about N s)" with a spinner and the time so far; without a
+terminal the notice is one line. :func:`print_summary` ends a run with the counts, the share
+removed ("removed 46 of 360 (12.8%)"), the output paths and the time of each stage.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = [
+    "FIRST_RUN_SECONDS",
+    "JobProgress",
+    "NoProgress",
+    "compile_notice",
+    "first_run_seconds",
+    "input_bytes",
+    "print_summary",
+    "removed_share",
+]
+
+FIRST_RUN_SECONDS = {"minhash": 30, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 90}
+"""Seconds of a method's first run on a cold cache, on 2 cores: the README's first command for
+minhash (measured), the others scaled from runs on a loaded machine (docs/benchmarks.md, section
+6); a faster or slower machine takes less or more."""
+
+
+def first_run_seconds(method: str) -> int:
+    return FIRST_RUN_SECONDS.get(method, 30)
+
+
+def compile_message(method: str) -> str:
+    return f"compiling kernels (first run only, about {first_run_seconds(method)} s)"
+
+
+def input_bytes(inputs, input_format: str | None = None) -> int | None:
+    """The total size of the inputs when every source is a local uncompressed JSON Lines, CSV,
+    Parquet or Arrow file (what the readers count in ``ReadStats.bytes_read``; standard input
+    counts, as the temporary file it is copied to), else None."""
+    from ..io.read import resolve_inputs
+
+    if any("://" in str(p) for p in inputs):
+        return None  # not worth listing remote folders twice
+    try:
+        sources = resolve_inputs(list(inputs), input_format)
+    except Exception:  # the job itself reports bad inputs
+        return None
+    total = 0
+    for path, fmt in sources:
+        if fmt == "txtdir" or not isinstance(path, str) or "://" in path or path == "-":
+            return None
+        if path.endswith((".gz", ".zst")):
+            return None  # bytes_read counts the decompressed stream
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            return None
+    return total or None
+
+
+class NoProgress:
+    """The display of a run without a terminal: nothing."""
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def stage(self, name: str) -> None:
+        pass
+
+
+class JobProgress:
+    """A live rich display of a job on ``console``; ``stats`` is the job's first-pass
+    :class:`~neardup.io.policy.ReadStats` and ``total_bytes`` the inputs' size, when known."""
+
+    def __init__(
+        self, console, stats=None, total_bytes: int | None = None, clock: Callable[[], float] = time.monotonic
+    ):
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.stats, self.total_bytes, self._clock = stats, total_bytes, clock
+        self.progress = Progress(
+            SpinnerColumn(finished_text="[green]done"),
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=24),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task = None
+        self._compile_task = None
+        self._first = True  # the first stage reads the inputs
+        self._stage_start = clock()
+        self.done = 0
+
+    def __enter__(self) -> JobProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def stage(self, name: str) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, completed=1, total=1, info="")
+            self._first = False
+        self.task = self.progress.add_task(name, total=None, info="")
+        self._stage_start = self._clock()
+        self.done = 0
+
+    def fraction(self) -> float | None:
+        """How much of the current stage is done, where that is known."""
+        if self._first:
+            if self.stats is None or not self.total_bytes:
+                return None
+            return min(self.stats.bytes_read / self.total_bytes, 1.0)
+        total = self.stats.documents if self.stats is not None else 0
+        return min(self.done / total, 1.0) if total else None
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        elapsed = max(self._clock() - self._stage_start, 1e-9)
+        info = f"{self.done:,} documents, {self.done / elapsed:,.0f}/s"
+        f = self.fraction()
+        if f is None:
+            self.progress.update(self.task, info=info)
+            return
+        if f > 0:
+            info = f"{f:.0%}  ETA {_duration(elapsed * (1 - f) / f)}  {info}"
+        self.progress.update(self.task, total=1.0, completed=f, info=info)
+
+    # the kernel compile notice
+    def compiling(self, message: str, seconds: float, kernel: str) -> None:
+        text = f"{message}: {kernel}"
+        if self._compile_task is None:
+            self._compile_task = self.progress.add_task(text, total=None, info="")
+        self.progress.update(self._compile_task, description=text, visible=True)
+
+    def compiled(self, seconds: float) -> None:
+        if self._compile_task is not None:
+            self.progress.update(self._compile_task, visible=False)
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+@contextmanager
+def job_progress(enabled: bool, stats=None, total_bytes: int | None = None, console=None) -> Iterator[Any]:
+    """A :class:`JobProgress` on stderr (or ``console``) when ``enabled``, else a :class:`NoProgress`."""
+    if not enabled:
+        yield NoProgress()
+        return
+    if console is None:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    with JobProgress(console, stats, total_bytes) as display:
+        yield display
+
+
+@contextmanager
+def compile_notice(method: str, display=None, echo: Callable[[str], None] | None = None) -> Iterator[None]:
+    """While the block runs, tell when numba compiles a kernel (not cached yet): on a
+    :class:`JobProgress` ``display`` as a line with a spinner and the kernel's name, else once
+    through ``echo`` (a line on stderr); with neither, nothing. Compiling is serialized by numba's
+    compiler lock, so one depth counter follows nested compiles (a kernel's callees)."""
+    if display is None and echo is None:
+        yield
+        return
+    from numba.core import event
+
+    message = compile_message(method)
+    lock = threading.Lock()
+    state = {"depth": 0, "spent": 0.0, "since": 0.0, "told": False}
+
+    class Listener(event.Listener):
+        def on_start(self, ev) -> None:
+            with lock:
+                state["depth"] += 1
+                if state["depth"] > 1:
+                    return
+                state["since"] = time.monotonic()
+                if isinstance(display, JobProgress):
+                    fn = getattr(ev.data.get("dispatcher"), "py_func", None)
+                    display.compiling(message, state["spent"], getattr(fn, "__name__", "kernel"))
+                elif not state["told"]:
+                    state["told"] = True
+                    echo(f"neardup: {message}")
+
+        def on_end(self, ev) -> None:
+            with lock:
+                state["depth"] -= 1
+                if state["depth"] == 0:
+                    state["spent"] += time.monotonic() - state["since"]
+                    if isinstance(display, JobProgress):
+                        display.compiled(state["spent"])
+
+    listener = Listener()
+    event.register("numba:compile", listener)
+    try:
+        yield
+    finally:
+        event.unregister("numba:compile", listener)
+
+
+def removed_share(removed: int, total: int) -> str:
+    """``"46 of 360 (12.8%)"``."""
+    pct = 100.0 * removed / total if total else 0.0
+    return f"{removed:,} of {total:,} ({pct:.1f}%)"
+
+
+def print_summary(
+    console,
+    result,
+    method: str,
+    total_seconds: float,
+    outputs: list[tuple[str, str]],
+    against=None,
+    update: bool = False,
+) -> None:
+    """The end of a dedup run on ``console``: counts, the share removed, where the outputs went
+    (``outputs``: (what, path); ``-`` is standard output), the time of each stage."""
+    from rich.table import Table
+
+    rs = result.read_stats
+    removed = result.n_removed if against is None else int(result.n_documents - against.keep_mask.sum())
+    table = Table(title=f"neardup dedup --method {method}", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("documents read", f"{result.n_documents:,}")
+    table.add_row("skipped", f"{rs.skipped:,}")
+    for reason, count in sorted(rs.reasons.items()):
+        table.add_row(f"  {reason}", f"{count:,}")
+    table.add_row("empty (no features)", f"{result.empty:,}")
+    table.add_row("clusters (2+ documents)", f"{result.n_clusters:,}")
+    table.add_row("removed", removed_share(removed, result.n_documents))
+    if against is not None:
+        table.add_row("  in a cluster with a match in the index", f"{against.n_removed_by_index:,}")
+    table.add_row("kept", f"{result.n_documents - removed:,}")
+    if update:
+        table.add_row("added to the index", f"{len(against.kept_ids):,}")
+    for label, value in result.stats.items():
+        table.add_row(label, value)
+    for stage, seconds in result.timings.items():
+        table.add_row(f"time {stage}", f"{seconds:.2f} s")
+    table.add_row("time total", f"{total_seconds:.2f} s")
+    console.print(table)
+    for message in rs.file_errors:  # a file skipped or read in part: which one, and what was lost
+        console.print(f"skipped: {message}", soft_wrap=True, markup=False, highlight=False)
+    written = "".join(f"; {what}: {'standard output' if path == '-' else path}" for what, path in outputs)
+    console.print(f"removed {removed_share(removed, result.n_documents)}{written}", soft_wrap=True, markup=False)
