@@ -79,7 +79,8 @@ def test_an_unterminated_csv_quote_is_an_error_naming_the_line_where_it_opened(t
     assert ids == ["a", "c", "d"] and stats.reasons == {"malformed CSV row": 1}
     r = cli(str(p), "-o", str(tmp_path / "out.csv"), "--method", "exact", "--on-error", "skip")
     assert r.returncode == 0 and "documents read" in r.stderr.decode()
-    assert [line.split(",")[0] for line in (tmp_path / "out.csv").read_text().splitlines()] == ["id", "a", "c", "d"]
+    with open(tmp_path / "out.csv", newline="") as f:
+        assert [row[0] for row in csv.reader(f)] == ["id", "a", "c", "d"]
 
 
 def test_a_stray_quote_cannot_close_an_open_one_quietly(tmp_path):
