@@ -57,11 +57,12 @@ def damaged(path: str, exc: StreamDamage, records: int) -> InputError:
         )
     cause = exc.cause
     detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    corrupt = "" if isinstance(cause, OSError) and not isinstance(cause, EOFError) else " (corrupt?)"
+    of = " of the decompressed data" if compression(path) else ""
     return InputError(
         path,
         None,
-        f"cannot read the file (corrupt?) after {records:,} records (byte offset {exc.offset:,} of the "
-        f"decompressed data): {detail}",
+        f"cannot read the file{corrupt} after {records:,} records (byte offset {exc.offset:,}{of}): {detail}",
         reason="unreadable file",
     )
 

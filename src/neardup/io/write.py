@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 import zstandard
 
-from ..core.errors import InputChangedError
+from ..core.errors import InputChangedError, NeardupError
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
@@ -188,7 +188,13 @@ def _chunk_records(fmt: str, chunk: Chunk, sel: list[int]) -> list[dict]:
     if fmt in ("parquet", "arrow"):
         batch, valid = chunk.payload
         take = sel if valid is None else [valid[i] for i in sel]
-        return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+        try:
+            return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+        except UnicodeDecodeError as exc:  # a damaged file: Arrow checks UTF-8 only when asked
+            raise NeardupError(
+                f"a string column of the input holds invalid UTF-8 ({exc.reason}; a damaged file?); "
+                "write to .parquet to copy the records as they are"
+            ) from exc
     return [{"id": chunk.ids[i], "text": chunk.texts[i]} for i in sel]
 
 
