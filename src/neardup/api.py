@@ -235,6 +235,7 @@ def dedup(
         first_pass[0] = False
         return read_documents(
             paths,
+            snapshot=read_stats.snapshot,  # a later pass refuses a file changed since the first
             text_field=text_field,
             id_field=id_field,
             on_error=on_error,

@@ -247,6 +247,7 @@ def _write_output(result, keep, inputs, output, text_field, id_field, on_error, 
             on_error=on_error,
             all_valid=result.read_stats.skipped == 0,
             input_format=input_format,
+            snapshot=result.read_stats.snapshot,
         )
 
 
@@ -264,6 +265,7 @@ def _write_parts(result, keep, out_dir: str, text_field, id_field, on_error) -> 
             on_error=on_error,
             all_valid=result.read_stats.skipped == 0,
             input_format=None if fmt == "txtdir" else fmt,
+            snapshot=result.read_stats.snapshot,
         )
         start += n
 

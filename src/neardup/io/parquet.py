@@ -126,6 +126,7 @@ def _values(col, raw: bool) -> list:
 def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parquet") -> Iterator[Chunk]:
     """Parquet or Arrow IPC. payload (full): (record batch with all columns, positions of valid rows or None)."""
     pol.stats.files += 1
+    pol.opening(path)
     text_field, id_field = pol.text_field, pol.id_field
     try:
         pf = open_table(path, fmt)

@@ -79,6 +79,7 @@ def read_documents(
     html: bool = False,
     main_content: bool = False,
     input_format: str | None = None,
+    snapshot: dict | None = None,
 ) -> Iterator[DocBatch]:
     """Stream the documents of ``paths`` (read in the order given) as
     :class:`~neardup.core.documents.DocBatch` es.
@@ -92,6 +93,11 @@ def read_documents(
     (:mod:`neardup.io.paths`); ``input_format`` (``jsonl``, ``csv``, ``parquet``, ``arrow``)
     overrides the extensions.
 
+    ``snapshot``: the :attr:`~neardup.io.policy.ReadStats.snapshot` of an earlier pass of the
+    same job; a local file that changed since raises
+    :class:`~neardup.core.errors.InputChangedError` (the pass that reads with ``stats`` records
+    its own snapshot there).
+
     ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with
     :func:`neardup.text.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
     ``.txt`` files never). ``main_content=True``: keep only the main block of each HTML page.
@@ -103,7 +109,7 @@ def read_documents(
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    pol = make_policy(text_field, id_field, on_error, stats, html, main_content)
+    pol = make_policy(text_field, id_field, on_error, stats, html, main_content, snapshot)
     sources = resolve_inputs(paths, input_format)
     return _batches(sources, pol, batch_size)
 

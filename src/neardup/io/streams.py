@@ -181,6 +181,7 @@ class _ZstdReader(_Deferred):
 def open_input(name: str, pol: Policy):
     """Open a file for binary reading, decompressing by extension; None if skipped."""
     pol.stats.files += 1
+    pol.opening(name)
     comp = compression(name)
     try:
         if comp == "gz":

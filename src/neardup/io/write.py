@@ -462,11 +462,13 @@ def write_kept(
     on_error: str = "fail",
     all_valid: bool = False,
     input_format: str | None = None,
+    snapshot: dict | None = None,
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
     The inputs are re-read with the numbering and skipping of :func:`~neardup.io.read.read_documents` (pass the
-    same ``text_field``, ``id_field`` and ``on_error`` as the first pass). Each kept record is
+    same ``text_field``, ``id_field`` and ``on_error`` as the first pass, and its
+    ``ReadStats.snapshot`` as ``snapshot`` to refuse a file that changed since). Each kept record is
     written with all its original fields in the format of ``out_path``'s extension (see
     :func:`~neardup.io.formats.output_format`); missing parent directories are created and the file appears only when
     complete.
@@ -488,7 +490,7 @@ def write_kept(
 
     >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
     """
-    pol = make_policy(text_field, id_field, on_error, None)
+    pol = make_policy(text_field, id_field, on_error, None, snapshot=snapshot)
     sources = resolve_inputs(paths, input_format)
     keep = np.asarray(keep)
     if keep.ndim != 1 or keep.dtype != np.bool_:
