@@ -22,9 +22,9 @@ original records and files (raw HTML).
 Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
 number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
 otherwise the record's ``id`` field if it has one (non-strings keep their JSON text: ``true``,
-integers with all their digits, objects compact; null, and an empty CSV cell, count as absent), else ``"{path}:{line}"`` with
-the 1-based line (the physical line where a CSV record starts, header = line 1; the 1-based row for
-Parquet).
+integers with all their digits, objects compact; null, and an empty CSV cell, count as absent),
+else ``"{path}:{line}"`` with the 1-based line (the physical line where a CSV record starts,
+header = line 1; the 1-based row for Parquet).
 
 Bad records raise :class:`~neardup.core.errors.InputError` naming the file and line (``on_error="fail"``)
 or are skipped and counted by reason in :class:`~neardup.io.policy.ReadStats` (``on_error="skip"``).
