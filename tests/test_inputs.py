@@ -304,3 +304,78 @@ def test_an_input_that_vanishes_or_grows_before_the_write_pass_is_a_clear_error(
     with pytest.raises(InputError, match=r"a\.jsonl: no such file or directory"):
         write_kept([str(src)], result.keep_mask, tmp_path / "o.jsonl")
     assert not (tmp_path / "o.jsonl").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Parquet: damaged strings, repeated columns, binary ids
+
+
+def test_parquet_string_cells_that_are_not_utf8_are_bad_records_not_a_traceback(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = pa.array([b"good one", b"bad \xff here", b"good two"], pa.binary()).view(pa.string())  # unchecked
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"text": texts, "id": ["a", "b", "c"]}), path)
+    with pytest.raises(InputError) as e:
+        read_all([path])
+    assert e.value.line == 2 and "invalid UTF-8 in string column 'text'" in str(e.value)
+    ids, got, stats = read_all([path], on_error="skip")
+    assert ids == ["a", "c"] and got == ["good one", "good two"] and stats.reasons == {"invalid UTF-8": 1}
+    assert write_kept([path], np.ones(2, dtype=bool), tmp_path / "o.jsonl", on_error="skip") == 2
+
+
+def test_parquet_with_a_column_named_twice_is_refused_and_binary_ids_are_text(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "dup.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(["x"]), pa.array(["y"])], names=["text", "text"]), path)
+    for on_error in ("fail", "skip"):
+        with pytest.raises(InputError, match="names column 'text' 2 times"):
+            read_all([path], on_error=on_error)
+    ids_path = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"text": ["a", "b"], "id": pa.array([b"k1", b"\xff"], pa.binary())}), ids_path)
+    ids, _, stats = read_all([ids_path], on_error="skip")
+    assert ids == ["k1"] and stats.reasons == {"invalid UTF-8": 1}
+
+
+# --------------------------------------------------------------------------------------------
+# unreadable inputs
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_a_file_without_read_permission_is_a_clear_error(tmp_path):
+    p = tmp_path / "locked.jsonl"
+    p.write_bytes(_records(3))
+    p.chmod(0)
+    with pytest.raises(InputError, match=r"locked\.jsonl: cannot read the file"):
+        read_all([p])
+    assert read_all([p], on_error="skip")[2].reasons == {"unreadable file": 1}
+
+
+def test_a_file_whose_reads_fail_is_a_clear_error_even_for_root(tmp_path):
+    p = tmp_path / "eio.jsonl"
+    p.symlink_to("/proc/self/mem")  # opens for anyone; reading offset 0 fails with EIO
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(_records(3))
+    with pytest.raises(InputError) as e:
+        read_all([str(p), str(good)])
+    assert e.value.path == str(p) and "cannot read the file after 0 records" in str(e.value)
+    ids, _, stats = read_all([str(p), str(good)], on_error="skip")
+    assert ids == ["r0", "r1", "r2"] and stats.reasons == {"unreadable file": 1}
+    r = cli(str(p), str(good), "-o", str(tmp_path / "o.jsonl"), "--method", "exact")
+    assert r.returncode == 1 and b"Input/output error" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_an_input_rewritten_with_as_many_records_before_the_write_pass_is_refused(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(_records(100))
+    result = dedup([str(src)], ExactConfig())
+    assert src.resolve() and result.read_stats.snapshot.keys() == {str(src)}
+    src.write_bytes(_records(100).replace(b"record", b"RECORD"))  # as many records, other texts
+    with pytest.raises(InputChangedError, match=r"a\.jsonl: the file changed while the job ran"):
+        write_kept([str(src)], result.keep_mask, tmp_path / "o.jsonl", snapshot=result.read_stats.snapshot)
+    assert not (tmp_path / "o.jsonl").exists()
+    # without the first pass's snapshot (a separate call), nothing to compare with
+    assert write_kept([str(src)], result.keep_mask, tmp_path / "o.jsonl") == 100

@@ -22,7 +22,17 @@ import numba as nb
 import numpy as np
 
 from .hashing import splitmix64
-from .shingles import HASH_BLOCK, LOCKSTEP_WORDS, doc_hashes, doc_scratch
+from .shingles import (
+    _WORD_LUT,
+    HASH_BLOCK,
+    LOCKSTEP_WORDS,
+    LOWER_ASCII,
+    WORD_KIND,
+    _hash_starts,
+    _word_tokens,
+    doc_hashes,
+    doc_scratch,
+)
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
 
@@ -190,17 +200,155 @@ def fold_minhash32(hashes, lo, hi, halves, acc, sig):
         sig[j] = acc[j]
 
 
+LONG_DOC = 1 << 24
+"""Documents longer than this many bytes are tokenized :data:`WINDOW` bytes at a time when their
+shingles are words (:func:`fold_long_doc`), so the kernel's scratch (tokens, their starts, the
+shingle hashes: about 3.5 bytes a text byte) stays that of a window, not of the document."""
+
+WINDOW = 1 << 22
+
+
+@nb.njit(cache=True, nogil=True)
+def _token_cut(data, i, end):
+    """The first index in [i, end) of an ASCII byte that is not part of a word token (every such
+    byte ends a token, see ``_word_tokens``), else ``end``."""
+    lut = _WORD_LUT[0]
+    while i < end:
+        c = data[i]
+        if c < 0x80 and lut[c] == 32:
+            return i
+        i += 1
+    return end
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig):
+    """``sig = min(sig, MinHash of hs[:m])``, slot by slot: exact, as a slot is a monotone
+    function (the top half) of the minimum over the elements."""
+    if WIDE_MULTIPLY:
+        fold_minhash(hs, 0, m, a, b, acc, tmp)
+    else:
+        fold_minhash32(hs, 0, m, halves, acc32, tmp)
+    for j in range(sig.shape[0]):
+        sig[j] = min(sig[j], tmp[j])
+
+
+@nb.njit(cache=True, nogil=True)
+def _copy_tokens(buf, pos, lo, hi, out, out_pos, at, k):
+    """Copy tokens lo..hi-1 of a window (``buf``/``pos`` of ``_word_tokens``) to ``out`` from
+    byte ``at``, each followed by one space, their starts to ``out_pos[k:]``; returns the end."""
+    for t in range(lo, hi):
+        out_pos[k] = at
+        k += 1
+        for q in range(pos[t], pos[t + 1] - 1):
+            out[at] = buf[q]
+            at += 1
+        out[at] = 32
+        at += 1
+    return at
+
+
+MAX_N = 256  # the longest shingle (neardup.text.shingles.MAX_SHINGLE_SIZE)
+
+
+@nb.njit(cache=True, nogil=True)
+def _scratch_bytes(size):
+    """Token bytes for ``size`` text bytes, as ``doc_scratch`` sizes them (zeroed, 8-aligned)."""
+    return np.zeros(((2 * size + 24) // 8) * 8, dtype=np.uint8)
+
+
+@nb.njit(cache=True, nogil=True)
+def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
+    """``sig`` = the classic MinHash of the word n-gram shingles of ``data[start:end]``, tokenized
+    ``window`` bytes at a time; returns the number of shingles. Same signature and count as
+    :func:`~neardup._kernels.shingles.doc_hashes` and a fold over the whole text.
+
+    Windows end at an ASCII byte that separates tokens, so each token lies in one window and is
+    tokenized as in the whole text. A window other than the last holds at least n tokens (it is
+    doubled until it does). The shingles inside a window are hashed there; those across a cut
+    are those of its *seam*: the last n - 1 tokens of the window before and the first n - 1
+    tokens of the window after, joined by spaces as in the whole text (a shingle's hash depends
+    on its bytes only). MinHash slots are minima, so the window signatures combine by a
+    slot-wise minimum; the counts add up to tokens - n + 1.
+    """
+    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
+    for j in range(sig.shape[0]):
+        sig[j] = np.uint32(0xFFFFFFFF)
+    acc = np.empty(a.shape[0], dtype=np.uint64)
+    acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    halves = split_permutations(a, b)
+    tmp = np.empty(sig.shape[0], dtype=np.uint32)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    cap = 0
+    buf = _scratch_bytes(0)
+    pos = np.empty(2, dtype=np.int64)
+    hs = np.empty(2 * MAX_N, dtype=np.uint64)
+    tail = _scratch_bytes(0)
+    tail_pos = np.empty(MAX_N, dtype=np.int64)
+    ntail = 0
+    tail_len = 0
+    total = 0
+    ws = start
+    size = window
+    while ws < end:
+        we = _token_cut(data, min(ws + size, end), end)
+        need = we - ws
+        if need > cap:
+            cap = need
+            buf = _scratch_bytes(cap)
+            pos = np.empty(cap + 2, dtype=np.int64)
+            hs = np.empty(max(cap + 2, 2 * MAX_N), dtype=np.uint64)
+        words = buf.view(np.uint64)
+        units, _ = _word_tokens(data, ws, we, table, buf, pos, lowbit)
+        if we < end and units < n:
+            size *= 2  # too few tokens for the seams: a longer window
+            continue
+        if ws == start and we == end:  # one window: the document as a whole
+            c = doc_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
+            if c:
+                _fold_into(hs, c, a, b, halves, acc, acc32, tmp, sig)
+            return c
+        if units >= n:
+            m = units - n + 1
+            _hash_starts(buf, words, pos, m, n, 1, hs, 0, scratch)
+            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            total += m
+        if ntail and units:
+            head = min(n - 1, units)
+            seam = _scratch_bytes(tail_len + pos[head] + 8)
+            seam[:tail_len] = tail[:tail_len]
+            seam_pos = np.empty(ntail + head + 1, dtype=np.int64)
+            seam_pos[:ntail] = tail_pos[:ntail]
+            seam_pos[ntail + head] = _copy_tokens(buf, pos, 0, head, seam, seam_pos, tail_len, ntail)
+            m = ntail + head - n + 1
+            _hash_starts(seam, seam.view(np.uint64), seam_pos, m, n, 1, hs, 0, scratch)
+            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            total += m
+        if we < end and n > 1:  # the last n - 1 tokens begin the next seam
+            ntail = n - 1
+            tail = _scratch_bytes(pos[units] - pos[units - ntail] + 8)
+            tail_len = _copy_tokens(buf, pos, units - ntail, units, tail, tail_pos, 0, 0)
+        ws = we
+        size = window
+    return total
+
+
 @nb.njit(cache=True, nogil=True)
 def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
     """Fill ``sigs[d]`` with the MinHash of the shingles of ``data[starts[d]:ends[d]]`` and
-    ``counts[d]`` with how many there were."""
-    buf, words, pos = doc_scratch(starts, ends)
+    ``counts[d]`` with how many there were. Word-shingled documents longer than
+    :data:`LONG_DOC` bytes go through :func:`fold_long_doc` (bounded scratch, same result)."""
+    windowed = kind & 1 == WORD_KIND
+    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
     acc32 = np.empty(a.shape[0], dtype=np.uint32)
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
+        if windowed and ends[d] - starts[d] > LONG_DOC:
+            counts[d] = fold_long_doc(data, starts[d], ends[d], table, kind, n, a, b, sigs[d], WINDOW)
+            continue
         c = doc_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
         if WIDE_MULTIPLY:
             fold_minhash(hs, 0, c, a, b, acc, sigs[d])

@@ -67,6 +67,14 @@ def lower_ascii(data):
     return out
 
 
+@nb.njit(cache=True, nogil=True)
+def lower_ascii_inplace(data):
+    """:func:`lower_ascii` in place (``data`` writable): no copy of a large text."""
+    for i in range(data.shape[0]):
+        c = data[i]
+        data[i] = c + np.uint8(32) * np.uint8(np.uint8(c - np.uint8(65)) < np.uint8(26))
+
+
 @nb.njit(inline="always", cache=True)
 def decode(data, i, end):
     """The code point starting at ``data[i]`` and the index after it (U+FFFD on bad bytes)."""

@@ -163,6 +163,7 @@ def _kept(result, keep, path, read: ReadOptions, annotate, outputs) -> None:
         annotate=annotate,
         outputs=outputs,
         id_policy=read.id_policy,
+        snapshot=result.read_stats.snapshot,
     )
 
 
@@ -183,6 +184,7 @@ def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, output
             annotate=None if annotate is None else {k: v[start : start + n] for k, v in annotate.items()},
             outputs=outputs,
             id_policy=read.id_policy,
+            snapshot=result.read_stats.snapshot,
         )
         start += n
 

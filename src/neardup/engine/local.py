@@ -169,6 +169,7 @@ class LocalEngine:
                             if part is not None:
                                 reducer.add(part)
                             progress.advance(len(batch))
+                        batch = part = None  # the last batch's texts are not kept for the rest of the job
                         if admission is not None:
                             groups = admission.groups()
                             counters["exact_duplicates"] = groups.n_duplicates
@@ -179,6 +180,7 @@ class LocalEngine:
                         for batch, part in self.stream(threads, partial(_map, stage, config, inputs), batches):
                             reducer.add(part)
                             progress.advance(len(batch))
+                        batch = part = None
                         if counted.documents != len(ids):
                             raise InputChangedError(
                                 f"the input changed while the job ran: it gave {len(ids):,} documents when first "

@@ -52,7 +52,7 @@ def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        pol.reject(_json_error(path, lineno, line, exc))
+        pol.reject(_json_error(path, lineno, bytes(line), exc))
         return None
     if type(obj) is not dict:
         pol.reject(
@@ -90,7 +90,7 @@ def json_text_id(line: bytes, field: str, value: object) -> str:
     ``12345678901234567890123`` (digits as written, not a rounded float), ``{"a":1}`` (compact)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # numbers exactly as written: parse the line again with numbers kept as their text
-        return json.loads(line, parse_int=str, parse_float=str, parse_constant=str)[field]
+        return json.loads(bytes(line), parse_int=str, parse_float=str, parse_constant=str)[field]
     return orjson.dumps(value).decode()
 
 
@@ -145,6 +145,12 @@ def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool 
     id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
     buffer = None  # the kernel's output buffer, reused block after block
     for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
+        if len(block) > _HUGE_BLOCK:  # a line of many MiB: orjson makes its text without a kernel buffer
+            ids, texts, lines = _scan_huge_block(block, path, pol, base)
+            base += lines
+            if ids:
+                yield Chunk(ids, texts, None)
+            continue
         r = scan_block(block, text_key, id_key, buffer)
         buffer = r.out
         status = r.status
@@ -167,6 +173,103 @@ def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool 
         base += len(status)
         if ids:
             yield Chunk(ids, texts, None)
+
+
+_HUGE_BLOCK = 32 << 20
+"""Blocks longer than this (they hold a line of many MiB: blocks are cut after about 1 MiB) are
+parsed line by line with orjson from views of the block: the scanning kernel would write the text
+into a buffer as large as the block and then copy it into a str (three copies of a 200 MB
+document at once, against two this way)."""
+
+
+def _scan_huge_block(block: bytes, path: str, pol: Policy, base: int) -> tuple[list[str], list[str], int]:
+    """(ids, texts, lines) of a block holding a very long line, without copying its lines."""
+    view = memoryview(block)
+    ids: list[str] = []
+    texts: list[str] = []
+    at = 0
+    lineno = base
+    size = len(block)
+    while at < size:
+        end = block.find(b"\n", at)
+        end = size if end < 0 else end
+        lineno += 1
+        line = view[at:end]
+        start, at = at, end + 1
+        if not line or (bytes(line[:64]).isspace() and bytes(line).isspace()):
+            continue
+        handled, record = _plain_text_record(block, start, end, path, lineno, pol)
+        if not handled:
+            record = _parse_record(line, path, lineno, pol)
+        if record is not None:
+            ids.append(record[0])
+            texts.append(record[1])
+    return ids, texts, lineno - base  # a final newline ends the last line, it starts none
+
+
+def _has_control(body: memoryview) -> bool:
+    """True if the bytes hold one below 0x20 (not allowed raw in a JSON string), 16 MiB at a time."""
+    step = 1 << 24
+    return any(np.frombuffer(body[k : k + step], dtype=np.uint8).min() < 0x20 for k in range(0, len(body), step))
+
+
+def _plain_text_record(block, start: int, end: int, path: str, lineno: int, pol: Policy):
+    """(True, (id, text, object) or None if rejected) for the line ``block[start:end]`` when its
+    text field is a string without escapes; else (False, None): the caller parses it with orjson.
+
+    orjson makes a string through a buffer of its own, so a 200 MB text costs 400 MB for a
+    moment; here the text is decoded from the line's bytes once. The rest of the line, with
+    the text replaced by ``""``, is parsed by orjson: the record is taken only if that is a
+    JSON object whose text field is that empty string (so the value found is the object's own
+    text field, not a look-alike inside another value or a repeated key), and the text bytes
+    hold no control character, no backslash and valid UTF-8: then orjson would have read the
+    same record.
+    """
+    if pol.text_field == (pol.id_field or "id"):
+        return False, None  # the id is the text
+    key = orjson.dumps(pol.text_field)
+    k = block.find(key, start, end)
+    if k < 0:
+        return False, None
+    b = k - 1
+    while b >= start and block[b] in b" \t\r\n":
+        b -= 1
+    if b < start or block[b] not in b"{,":  # a key follows '{' or ',' (never a backslash)
+        return False, None
+    i = k + len(key)
+    while i < end and block[i] in b" \t\r\n":
+        i += 1
+    if i >= end or block[i] != 0x3A:  # ':'
+        return False, None
+    i += 1
+    while i < end and block[i] in b" \t\r\n":
+        i += 1
+    if i >= end or block[i] != 0x22:  # '"'
+        return False, None
+    close = block.find(b'"', i + 1, end)
+    if close < 0:
+        return False, None
+    view = memoryview(block)
+    body = view[i + 1 : close]
+    if block.find(b"\\", i + 1, close) >= 0 or _has_control(body):
+        return False, None  # escapes or control characters: orjson's business
+    rest = bytes(view[start : i + 1]) + bytes(view[close:end])
+    try:
+        obj = orjson.loads(rest)
+    except orjson.JSONDecodeError:
+        return False, None
+    if type(obj) is not dict or obj.get(pol.text_field) != "":
+        return False, None
+    try:
+        text = str(body, "utf-8")
+    except UnicodeDecodeError:
+        return False, None
+    record = _parse_record(rest, path, lineno, pol)  # the id, and its errors, as for the line
+    if record is None:
+        return True, None
+    obj = record[2]
+    obj[pol.text_field] = text
+    return True, (record[0], text, obj)
 
 
 def _merge_declined(
@@ -202,11 +305,33 @@ def copy_kept_jsonl(path: str, pol: Policy, keep: np.ndarray, start: int, sink: 
     out = np.empty(0, dtype=np.uint8)
     with stream:
         for block in raw_blocks(stream, path, pol):
+            if len(block) > _HUGE_BLOCK:  # a very long line: write views of the block, no copy
+                start = _copy_kept_views(block, keep, start, sink)
+                continue
             if len(out) <= len(block):
                 out = np.empty(len(block) + 1, dtype=np.uint8)
             n, start = copy_kept_lines(block, keep, start, out)
             if n:
                 sink.write_bytes(memoryview(out)[:n])
+    return start
+
+
+def _copy_kept_views(block, keep: np.ndarray, start: int, sink: JsonlSink) -> int:
+    """:func:`copy_kept_lines` for a block of very long lines: each kept line is written from a
+    view of the block, with its ``\\n``; returns the next record number."""
+    view = memoryview(block)
+    at, size = 0, len(block)
+    while at < size:
+        end = block.find(b"\n", at)
+        end = size if end < 0 else end
+        line = view[at:end]
+        at = end + 1
+        if not line or (bytes(line[:64]).isspace() and bytes(line).isspace()):
+            continue
+        if start < len(keep) and keep[start]:
+            sink.write_bytes(line)
+            sink.write_bytes(b"\n")
+        start += 1
     return start
 
 

@@ -79,9 +79,54 @@ def read_schema(path: str, fmt: str = "parquet"):
         return f.schema_arrow
 
 
+def _check_names(path: str, names: list[str]) -> None:
+    """Refuse a schema that names a column twice (whatever on_error says), as for CSV headers."""
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputError(
+            path,
+            None,
+            f"the schema names column {repeated[0]!r} {names.count(repeated[0])} times; which one holds "
+            "the data is ambiguous: rename the columns so that each name is used once",
+            reason="malformed schema",
+        )
+
+
+def _bad_utf8_rows(batch, names: list[str]) -> dict[int, str] | None:
+    """Rows of ``batch`` whose string cells in columns ``names`` (the text and id: the same on
+    every pass) are not valid UTF-8 (a damaged file: Arrow checks UTF-8 only when asked), as
+    row -> column name; None when the damage is not in such a cell."""
+    try:
+        for name in names:
+            batch.column(name).validate(full=True)
+        return {}
+    except pa.ArrowInvalid:
+        pass
+    bad: dict[int, str] = {}
+    for name in names:
+        col = batch.column(name)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            raw = col.cast(pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary())
+            for i, v in enumerate(raw.to_pylist()):
+                if v is not None and i not in bad:
+                    try:
+                        v.decode("utf-8")
+                    except UnicodeDecodeError:
+                        bad[i] = name
+    return bad or None
+
+
+def _values(col, raw: bool) -> list:
+    """The cells of a column as Python values; string cells as bytes when ``raw`` (some are not UTF-8)."""
+    if raw and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = col.cast(pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary())
+    return col.to_pylist()
+
+
 def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parquet") -> Iterator[Chunk]:
     """Parquet or Arrow IPC. payload (full): (record batch with all columns, positions of valid rows or None)."""
     pol.stats.files += 1
+    pol.opening(path)
     text_field, id_field = pol.text_field, pol.id_field
     try:
         pf = open_table(path, fmt)
@@ -90,6 +135,7 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
         return
     with pf:
         names = pf.schema_arrow.names
+        _check_names(path, names)
         total = pf.metadata.num_rows
         id_col = id_field if id_field is not None else ("id" if "id" in names else None)
         problem = None
@@ -116,13 +162,22 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
             except unreadable_errors() as exc:
                 pol.reject(unreadable(path, exc))
                 return
-            values = batch.column(text_field).to_pylist()
-            id_values = batch.column(id_col).to_pylist() if id_col else None
+            bad = _bad_utf8_rows(batch, [text_field, id_col] if id_col else [text_field])
+            if bad is None:
+                pol.reject(unreadable(path, ValueError("invalid data in the text or id column")))
+                return
+            values = _values(batch.column(text_field), bool(bad))
+            id_values = _values(batch.column(id_col), bool(bad)) if id_col else None
             ids: list[str] = []
             texts: list[str] = []
             valid: list[int] = []
             for k, text in enumerate(values):
                 line = row0 + k + 1
+                if k in bad:
+                    pol.reject(
+                        InputError(path, line, f"invalid UTF-8 in string column {bad[k]!r}", reason="invalid UTF-8")
+                    )
+                    continue
                 if type(text) is not str:
                     text = _parquet_text(text, path, line, text_field)
                     if type(text) is not str:
@@ -138,7 +193,13 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
                             continue
                         doc_id = f"{path}:{line}" if pol.id_policy == "field" else pol.line_id(None, path, line)
                     else:
-                        if type(doc_id) is not str:  # its JSON text: True -> true, {"a": 1} -> {"a":1}
+                        if type(doc_id) is bytes:  # a binary id column: its UTF-8 text
+                            try:
+                                doc_id = doc_id.decode("utf-8")
+                            except UnicodeDecodeError as exc:
+                                pol.reject(bad_utf8(path, line, exc, "id"))
+                                continue
+                        elif type(doc_id) is not str:  # its JSON text: True -> true, {"a": 1} -> {"a":1}
                             doc_id = orjson.dumps(doc_id, default=str).decode()
                         if pol.id_policy == "line":
                             doc_id = pol.line_id(doc_id, path, line)

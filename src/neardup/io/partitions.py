@@ -54,9 +54,17 @@ class ReadOptions:
     batch_size: int = 2048
     id_policy: str = "field"
 
-    def policy(self, stats: ReadStats | None) -> Policy:
+    def policy(self, stats: ReadStats | None, snapshot: dict | None = None) -> Policy:
+        """The reading policy; ``snapshot``: the first pass's (a later pass refuses changed files)."""
         return make_policy(
-            self.text_field, self.id_field, self.on_error, stats, self.html, self.main_content, self.id_policy
+            self.text_field,
+            self.id_field,
+            self.on_error,
+            stats,
+            self.html,
+            self.main_content,
+            self.id_policy,
+            snapshot,
         )
 
 
@@ -283,7 +291,8 @@ class FileSource:
         """Read the documents here (the first read counts into ``stats``)."""
         stats = self.stats if self._fresh else None
         self._fresh = False
-        return _batches(self.sources, self.options.policy(stats), self.options.batch_size)
+        policy = self.options.policy(stats, None if stats is not None else self.stats.snapshot)
+        return _batches(self.sources, policy, self.options.batch_size)
 
     def claim_stats(self) -> ReadStats | None:
         """The stats to fill by a first read done elsewhere (None after the first read)."""

@@ -8,6 +8,7 @@ by reason in :class:`ReadStats`). The functions below word those errors, one sta
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections import Counter
 from collections.abc import Iterable
@@ -16,8 +17,9 @@ from typing import Any, NamedTuple
 
 import zstandard
 
-from ..core.errors import InputError
+from ..core.errors import InputChangedError, InputError
 from .arrow import pa
+from .paths import is_url, local_path
 
 MISSING = object()
 
@@ -47,6 +49,7 @@ class ReadStats:
             id missing or repeated.
         details: ``None``, or a list that gets ``(path, line, reason, message)`` of every skipped
             record (``line`` is None for a whole file), for ``--skipped``.
+        snapshot: what each local input file was when first opened (see below).
         file_errors: the message of each file skipped or read only in part (``on_error="skip"``),
             such as ``"x.jsonl.gz: truncated compressed stream after 575 records (byte offset
             ...)"``: a file-level problem is counted once, so its message says what was lost.
@@ -61,6 +64,9 @@ class ReadStats:
     line_ids: int = 0
     details: list | None = None
     file_errors: list = field(default_factory=list)
+    snapshot: dict = field(default_factory=dict, repr=False)
+    """(size, modification time, inode) of each local input file as first opened: a later pass
+    given this snapshot refuses a file that changed since (:meth:`Policy.opening`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,6 +98,29 @@ class Policy:
         self.seen_ids.add(doc_id)
         return doc_id
 
+    snapshot: dict | None = None
+    """path -> (size, mtime, inode) of the files as a job's first pass opened them; None: no check."""
+
+    def opening(self, path: str) -> None:
+        """Note a local input file about to be read: the first time, what it is; after that,
+        refuse it if it changed (a job reads its inputs several times, and a file rewritten in
+        between, even to as many records, would pair the decisions of one version with the
+        records of another)."""
+        if self.snapshot is None or is_url(path):
+            return
+        try:
+            st = os.stat(local_path(path))
+        except OSError:
+            return  # opening it will say why
+        now = (st.st_size, st.st_mtime_ns, st.st_ino)
+        before = self.snapshot.setdefault(path, now)
+        if before != now:
+            size = f"{before[0]:,} bytes then, {now[0]:,} now" if before[0] != now[0] else "same size, newer time"
+            raise InputChangedError(
+                f"{path}: the file changed while the job ran ({size}); the job reads its inputs more than "
+                "once, so they must stay the same until it ends: run it again"
+            )
+
     def reject(self, err: InputError) -> None:
         """Raise ``err`` (fail) or count it as one skipped record (skip)."""
         if self.on_error == "fail":
@@ -104,7 +133,11 @@ class Policy:
             self.stats.file_errors.append(str(err))
 
 
-def make_policy(text_field, id_field, on_error, stats, html=False, main_content=False, id_policy="field") -> Policy:
+def make_policy(
+    text_field, id_field, on_error, stats, html=False, main_content=False, id_policy="field", snapshot=None
+) -> Policy:
+    """A checked :class:`Policy`; ``snapshot``: that of a job's first pass (else this policy's
+    stats start one, so that the pass that reads with them records it)."""
     if on_error not in _ON_ERROR:
         raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
     if id_policy not in _ID_POLICIES:
@@ -115,14 +148,17 @@ def make_policy(text_field, id_field, on_error, stats, html=False, main_content=
         raise ValueError(f"text_field must be a non-empty string, got {text_field!r}")
     if id_field is not None and (not isinstance(id_field, str) or not id_field):
         raise ValueError(f"id_field must be None or a non-empty string, got {id_field!r}")
+    stats = stats if stats is not None else ReadStats()
+    snapshot = snapshot if snapshot is not None else stats.snapshot
     return Policy(
         text_field,
         id_field,
         on_error,
-        stats if stats is not None else ReadStats(),
+        stats,
         bool(html),
         bool(main_content),
-        id_policy,
+        id_policy=id_policy,
+        snapshot=snapshot,
     )
 
 

@@ -2,6 +2,7 @@
 
 Inputs (the format is chosen by the path, :mod:`neardup.io.formats`):
 
+* a single ``.txt``, ``.html`` or ``.htm`` file: one document, as in a directory of them;
 * a directory: every ``*.txt``, ``*.html`` and ``*.htm`` file under it (extension in any case),
   recursively, in sorted path order; one document per file, id = the file's path joined from the
   given directory, text = the file decoded as UTF-8; for HTML files, the text is the page's visible
@@ -10,7 +11,8 @@ Inputs (the format is chosen by the path, :mod:`neardup.io.formats`):
 * ``.jsonl``, ``.ndjson``, ``.json`` (JSON Lines, one object per line), optionally ``.gz``/``.zst``;
 * ``.csv`` with a header row, optionally ``.gz``/``.zst``;
 * ``.parquet`` and ``.arrow`` (Arrow IPC file or stream, as Hugging Face ``save_to_disk`` writes);
-* folders of such shards, globs, ``-`` (standard input) and fsspec URLs (:mod:`neardup.io.paths`).
+* folders of such shards, globs, ``-`` (standard input), named pipes (both read once and
+  copied) and fsspec URLs (:mod:`neardup.io.paths`).
 
 With ``html=True`` the text field of JSONL, CSV and Parquet records holds HTML and is converted
 the same way (``main_content=True`` keeps only the main block of each page, for HTML files too).
@@ -19,19 +21,25 @@ original records and files (raw HTML).
 
 Documents are numbered 0, 1, 2, ... in read order across all inputs; a skipped record gets no
 number. Ids: the ``id_field`` value if ``id_field`` is given (a record without it is an error);
-otherwise the record's ``id`` field if it has one (non-strings become ``str(value)``, so ints become
-their decimal string; null, and an empty CSV cell, count as absent), else ``"{path}:{line}"`` with
-the 1-based line (the physical line where a CSV record starts, header = line 1; the 1-based row for
-Parquet).
+otherwise the record's ``id`` field if it has one (non-strings keep their JSON text: ``true``,
+integers with all their digits, objects compact; null, and an empty CSV cell, count as absent),
+else ``"{path}:{line}"`` with the 1-based line (the physical line where a CSV record starts,
+header = line 1; the 1-based row for Parquet).
 
 Bad records raise :class:`~neardup.core.errors.InputError` naming the file and line (``on_error="fail"``)
 or are skipped and counted by reason in :class:`~neardup.io.policy.ReadStats` (``on_error="skip"``).
 The reasons are stable keys: ``"malformed JSON"``, ``"not a JSON object"``, ``"missing text
 field"``, ``"text not a string"``, ``"missing id field"``, ``"invalid UTF-8"``, ``"malformed CSV
-row"`` and ``"unreadable file"`` (a corrupt, truncated or unopenable file: counted once, and reading
-goes on with the next file; the records before the damage stay read). Blank JSONL and CSV lines are
-not records and are ignored. A path that does not exist or has an unknown extension raises
-``InputError`` whatever ``on_error`` says: it is a mistake in the command, not in the data.
+row"`` (also an unterminated quote: the record is skipped and reading starts again on the next
+line, :mod:`neardup.io.csv`), ``"truncated file"`` (a ``.gz``/``.zst`` stream cut short: every
+complete record before the cut is read) and ``"unreadable file"`` (a corrupt or unopenable file);
+a file-level problem is counted once, reading goes on with the next file, the records before the
+damage stay read, and its message (which file, after how many records) is kept in
+``ReadStats.file_errors`` for the summary. Blank JSONL and CSV lines are not records and are
+ignored. A path that does not exist or has an unknown extension, and a CSV header or Parquet
+schema that names a column twice, raise ``InputError`` whatever ``on_error`` says: the first is a
+mistake in the command, the second would otherwise drop the whole file. A file that changed
+between two passes of a job raises :class:`~neardup.core.errors.InputChangedError`.
 
 Speed: JSONL and CSV are read in binary, in blocks of whole lines (:mod:`neardup.io.streams`); each
 JSONL block is scanned by one kernel call (:mod:`neardup.io.jsonl_scan`) and only the lines it
@@ -80,6 +88,7 @@ def read_documents(
     main_content: bool = False,
     input_format: str | None = None,
     id_policy: str = "field",
+    snapshot: dict | None = None,
 ) -> Iterator[DocBatch]:
     """Stream the documents of ``paths`` (read in the order given) as
     :class:`~neardup.core.documents.DocBatch` es.
@@ -96,6 +105,11 @@ def read_documents(
     ``id_policy="line"`` (with ``id_field``): a record whose id is missing, empty or repeats an
     earlier record's gets ``FILE:LINE`` (counted in ``stats.line_ids``) instead of being a bad record.
 
+    ``snapshot``: the :attr:`~neardup.io.policy.ReadStats.snapshot` of an earlier pass of the
+    same job; a local file that changed since raises
+    :class:`~neardup.core.errors.InputChangedError` (the pass that reads with ``stats`` records
+    its own snapshot there).
+
     ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with
     :func:`neardup.text.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
     ``.txt`` files never). ``main_content=True``: keep only the main block of each HTML page.
@@ -107,7 +121,7 @@ def read_documents(
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    pol = make_policy(text_field, id_field, on_error, stats, html, main_content, id_policy)
+    pol = make_policy(text_field, id_field, on_error, stats, html, main_content, id_policy, snapshot)
     sources = resolve_inputs(paths, input_format)
     return _batches(sources, pol, batch_size)
 

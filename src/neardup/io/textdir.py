@@ -37,6 +37,7 @@ def scan_txtdir(root: str, pol: Policy, full: bool = False) -> Iterator[Chunk]:
     texts: list[str] = []
     for name, suffix in files:
         pol.stats.files += 1
+        pol.opening(name)
         try:
             with open_binary(name) as f:
                 data = f.read()

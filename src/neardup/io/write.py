@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 import zstandard
 
-from ..core.errors import InputChangedError, InputError, OutputError
+from ..core.errors import InputChangedError, InputError, NeardupError, OutputError
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
@@ -190,7 +190,13 @@ def _chunk_records(fmt: str, chunk: Chunk, sel: list[int]) -> list[dict]:
     if fmt in ("parquet", "arrow"):
         batch, valid = chunk.payload
         take = sel if valid is None else [valid[i] for i in sel]
-        return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+        try:
+            return batch.take(pa.array(take, type=pa.int64())).to_pylist()
+        except UnicodeDecodeError as exc:  # a damaged file: Arrow checks UTF-8 only when asked
+            raise NeardupError(
+                f"a string column of the input holds invalid UTF-8 ({exc.reason}; a damaged file?); "
+                "write to .parquet to copy the records as they are"
+            ) from exc
     if fmt == "records":
         return [chunk.payload[i] for i in sel]
     return [{"id": chunk.ids[i], "text": chunk.texts[i]} for i in sel]
@@ -669,11 +675,13 @@ def write_kept(
     annotate: dict[str, Any] | None = None,
     outputs: OutputSet | None = None,
     id_policy: str = "field",
+    snapshot: dict | None = None,
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
     The inputs are re-read with the numbering and skipping of :func:`~neardup.io.read.read_documents` (pass the
-    same ``text_field``, ``id_field``, ``on_error`` and ``id_policy`` as the first pass). Each kept record is
+    same ``text_field``, ``id_field``, ``on_error`` and ``id_policy`` as the first pass, and its
+    ``ReadStats.snapshot`` as ``snapshot`` to refuse a file that changed since). Each kept record is
     written with all its original fields in the format of ``out_path``'s extension (see
     :func:`~neardup.io.formats.output_format`); missing parent directories are created and the file appears only when
     complete.
@@ -702,7 +710,7 @@ def write_kept(
 
     >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
     """
-    pol = make_policy(text_field, id_field, on_error, None, id_policy=id_policy)
+    pol = make_policy(text_field, id_field, on_error, None, id_policy=id_policy, snapshot=snapshot)
     sources = resolve_inputs(paths, input_format)
     keep = np.asarray(keep)
     if keep.ndim != 1 or keep.dtype != np.bool_:

@@ -127,7 +127,9 @@ def _encode_lean(text: str, nfkc: bool, casefold: bool) -> bytes:
     return data
 
 
-def encode_for_sketch(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
+def encode_for_sketch(
+    texts: Sequence[str], shingling: Shingling, writable: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`encode_texts` for the shingling kernels only: the bytes may keep ASCII upper case.
 
     The kernels lower-case ASCII A-Z themselves when the kind code carries ``LOWER_ASCII``
@@ -140,34 +142,69 @@ def encode_for_sketch(texts: Sequence[str], shingling: Shingling) -> tuple[np.nd
     and TLB (touching 20,000 cold string objects costs about 150 ns each here). The bytes
     differ from :func:`encode_texts`' in ASCII case only, so this must not feed anything that
     hashes them raw (the exact pre-pass).
+
+    A text of more than :data:`_HUGE_TEXT` characters is not joined with others (that would
+    copy it as a string first): the batch's bytes are then assembled in one ``bytearray`` and an
+    ASCII text is encoded into it a slice at a time, so a 200 MB document costs its 200 MB of
+    bytes here and no more.
+
+    ``writable=True``: the bytes are a writable array (a copy only for batches of ordinary
+    texts, never for a huge one), so that a caller can lower-case them in place
+    (:func:`neardup._kernels.shingles.lower_ascii_inplace`) instead of copying a large text;
+    otherwise they are read-only, as the kernels are compiled for.
     """
     if not isinstance(texts, list):
         texts = list(texts)
     n = len(texts)
     nfkc, casefold = shingling.nfkc, shingling.casefold
     lengths = np.empty(n, dtype=np.int64)
-    pieces = []
+    pieces: list = []  # bytes, or a huge ASCII str to encode in place
     for a in range(0, n, _ENCODE_CHUNK):
         part = texts[a : a + _ENCODE_CHUNK]
         others = []
         for i, t in enumerate(part):
             lengths[a + i] = len(t)
-            if not t.isascii():
+            if len(t) > _HUGE_TEXT or not t.isascii():
                 others.append(i)
         done = 0
         for i in others:
             if i > done:
                 pieces.append("".join(part[done:i]).encode("ascii"))
-            b = _encode_lean(part[i], nfkc, casefold)
-            pieces.append(b)
-            lengths[a + i] = len(b)
+            t = part[i]
+            if t.isascii():
+                pieces.append(t)  # huge: encoded into the batch's buffer below
+            else:
+                b = _encode_lean(t, nfkc, casefold)
+                pieces.append(b)
+                lengths[a + i] = len(b)
             done = i + 1
         if done < len(part):
             pieces.append("".join(part[done:]).encode("ascii"))
-    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return np.frombuffer(data, dtype=np.uint8), offsets
+    if any(type(p) is str for p in pieces):
+        data = bytearray(int(offsets[-1]))
+        at = 0
+        for p in pieces:
+            if type(p) is str:
+                for k in range(0, len(p), _HUGE_TEXT):
+                    chunk = p[k : k + _HUGE_TEXT].encode("ascii")
+                    data[at : at + len(chunk)] = chunk
+                    at += len(chunk)
+            else:
+                data[at : at + len(p)] = p
+                at += len(p)
+    elif writable:
+        data = bytearray(pieces[0]) if len(pieces) == 1 else bytearray().join(pieces)
+    else:
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    if not writable and arr.flags.writeable:
+        arr.flags.writeable = False
+    return arr, offsets
+
+
+_HUGE_TEXT = 1 << 23
 
 
 def kind_code(shingling: Shingling) -> int:

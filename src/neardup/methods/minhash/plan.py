@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
-from ..._kernels.shingles import lower_ascii, shingle_texts_kernel
+from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_for_sketch, encode_texts, kind_code
@@ -82,10 +82,18 @@ def encode_batch(config: MinHashConfig, batch: DocBatch, keys_wanted: bool):
     """Prepare: the batch's texts normalized and packed as UTF-8 ``(data, offsets)``, and (when
     wanted) the exact keys of the normalized bytes, i.e. of :func:`encode_texts`' bytes."""
     shingling = config.shingling
-    data, offsets = encode_for_sketch(batch.texts, shingling)
+    data, offsets = encode_for_sketch(batch.texts, shingling, writable=keys_wanted and shingling.casefold)
     keys = None
     if keys_wanted:
-        keys = keys_from_encoded(lower_ascii(data) if shingling.casefold else data, offsets, raw=True)
+        if shingling.casefold:
+            # the sketch kernels lower-case ASCII themselves, so lowering the bytes in place
+            # changes no shingle and spares a copy of the batch's text (a 200 MB document)
+            if data.flags.writeable:
+                lower_ascii_inplace(data)
+                data.flags.writeable = False  # the kernels are compiled for read-only bytes
+            else:
+                data = lower_ascii(data)
+        keys = keys_from_encoded(data, offsets, raw=True)
     return (data, offsets), keys
 
 

@@ -1,0 +1,327 @@
+"""A fuzz of malformed JSON Lines, CSV and Parquet inputs through the real reader (issue 18).
+
+Every outcome must be a correct run or a clear error: with ``on_error="skip"`` the documents read
+are exactly the valid records (ids and texts) and every invalid one is counted; with ``"fail"``
+the error is an :class:`~neardup.core.errors.InputError` naming the file and the line of the
+first invalid record. Never another exception (a traceback at the command line), never a
+silently shortened or merged input; the write pass numbers the records the same way.
+
+The expected records come from an oracle written independently of the reader: ``orjson`` and
+the documented record rules for JSON Lines; for CSV, rows written by :mod:`csv` with faults
+planted on lines of their own (a wrong number of fields, an unterminated quote, a stray quote,
+invalid UTF-8). Quoted fields of the good rows start with a letter, since an open quote followed
+by a quoted field that starts with a newline would make a valid (if unintended) CSV file that no
+reader can tell apart. For Parquet, the valid rows are those whose text is a string (or UTF-8
+binary); a truncated file is an error naming it, and random byte flips may give any data
+(Parquet pages carry no checksum unless the writer adds one) but never an exception other than
+a clear :class:`~neardup.core.errors.NeardupError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup.core.errors import InputError, NeardupError
+from neardup.io.policy import ReadStats
+from neardup.io.read import read_documents
+from neardup.io.write import write_kept
+
+# NEARDUP_FUZZ_EXAMPLES=2000 for a longer hunt; 120 keeps CI fast (a few seconds per test)
+FUZZ = settings(
+    max_examples=int(os.environ.get("NEARDUP_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+MISSING = object()
+
+
+def _read(path: Path, **kw):
+    stats = ReadStats()
+    ids, texts = [], []
+    for batch in read_documents([str(path)], stats=stats, batch_size=7, **kw):
+        assert batch.start == len(ids)
+        ids += batch.ids
+        texts += batch.texts
+    assert stats.documents == len(ids)
+    return ids, texts, stats
+
+
+def _compress(data: bytes, comp: str) -> bytes:
+    if comp == "gz":
+        return gzip.compress(data)
+    if comp == "zst":
+        return zstandard.ZstdCompressor().compress(data)
+    return data
+
+
+def _check(path: Path, expected: list[tuple[int, str | None, str]], bad_lines: list[int], **kw) -> None:
+    """Read ``path`` both ways and compare with the oracle: (line, id or None to not compare,
+    text) of each valid record, and the lines of the invalid ones, in file order."""
+    ids, texts, stats = _read(path, on_error="skip", **kw)
+    assert texts == [t for _, _, t in expected], "exactly the valid records, none merged or lost"
+    assert len(ids) == len(expected)
+    for got, (line, want, _) in zip(ids, expected):
+        assert got == (want if want is not None else f"{path}:{line}")
+    assert stats.skipped == len(bad_lines), stats.reasons
+    if bad_lines:
+        with pytest.raises(InputError) as e:
+            _read(path, **kw)
+        assert e.value.path == str(path) and e.value.line == bad_lines[0], str(e.value)
+        assert str(e.value).startswith(f"{path}:{bad_lines[0]}: ")
+    else:
+        assert _read(path, **kw)[:2] == (ids, texts)
+    if expected:  # the write pass sees the same records
+        keep = np.zeros(len(expected), dtype=bool)
+        keep[::2] = True
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "kept.jsonl"
+            assert write_kept([str(path)], keep, out, on_error="skip", **kw) == int(keep.sum())
+            written = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+            field = kw.get("text_field", "text")
+            assert [r[field] for r in written] == [t for (_, _, t), k in zip(expected, keep) if k]
+
+
+# --------------------------------------------------------------------------------------------
+# JSON Lines
+
+_text = st.text(st.characters(codec="utf-8"), max_size=30)
+_valid = st.fixed_dictionaries(
+    {"text": _text},
+    optional={
+        "id": st.one_of(st.none(), st.text(max_size=8)),
+        "n": st.integers(-(2**63), 2**64 - 1),
+        "x": st.lists(st.booleans()),
+    },
+).map(orjson.dumps)
+_special = st.sampled_from(
+    [
+        b"",
+        b"   ",
+        b"\t\r",
+        b'{"text": 5}',
+        b'{"text": null}',
+        b'{"body": "no text field"}',
+        b"[1, 2]",
+        b'"just a string"',
+        b"{bad json",
+        b'{"text": "a", "text": "b"}',
+        b'{"text": "dup id", "id": "x", "id": "y"}',
+        b'{"text": "bad \xff utf8"}',
+        b'{"text": "\\ud800 lone surrogate"}',
+        b'{"text": "ok"} trailing',
+        b'{"text": "nested", "id": {"a": [1, 2]}}',
+        b'{"text": "\\u00e9\\n\\t\\"escapes\\""}',
+        b'\xef\xbb\xbf{"text": "bom in the middle"}',
+    ]
+)
+
+
+@st.composite
+def _mutated(draw) -> bytes:
+    line = bytearray(draw(_valid))
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["flip", "cut", "insert"]))
+        pos = draw(st.integers(0, max(0, len(line) - 1)))
+        if op == "flip" and line:
+            line[pos] = draw(st.integers(0, 255).filter(lambda b: b != 10))
+        elif op == "cut":
+            del line[pos:]
+        else:
+            line[pos:pos] = draw(st.sampled_from([b'"', b"\\", b"{", b"}", b",", b":", b"\xc3", b"\x00"]))
+    return bytes(line)
+
+
+def _jsonl_oracle(path: Path, data: bytes):
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    expected, bad = [], []
+    for n, line in enumerate(lines, 1):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad.append(n)
+            continue
+        text = obj.get("text", MISSING) if type(obj) is dict else MISSING
+        if type(text) is not str:
+            bad.append(n)
+            continue
+        doc_id = obj.get("id")
+        if doc_id is None:
+            want = f"{path}:{n}"
+        elif type(doc_id) is str:
+            want = doc_id
+        else:
+            want = orjson.dumps(doc_id).decode() if not isinstance(doc_id, (int, float)) else str(doc_id)
+        expected.append((n, want, text))
+    return expected, bad
+
+
+@FUZZ
+@given(
+    lines=st.lists(st.one_of(_valid, _valid, _special, _mutated()), max_size=25),
+    comp=st.sampled_from(["", "gz", "zst"]),
+    final_newline=st.booleans(),
+)
+def test_fuzzed_jsonl(lines, comp, final_newline):
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / ("in.jsonl" + (f".{comp}" if comp else ""))
+        path.write_bytes(_compress(data, comp))
+        expected, bad = _jsonl_oracle(path, data)
+        _check(path, expected, bad)
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+
+_cell = st.text(st.sampled_from('abcé ,"\n\r\x00x€'), max_size=12).map(lambda s: "w" + s)
+
+
+@st.composite
+def _csv_file(draw):
+    """(bytes, rows) with rows as (kind, id, text); faults are on lines of their own."""
+    extra = draw(st.booleans())
+    header = ["id", "text"] + (["n"] if extra else [])
+    width = len(header)
+    rows = []
+    for i in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["ok", "ok", "ok", "width", "open", "stray", "utf8", "blank"]))
+        rows.append((kind, f"r{i}", draw(_cell), draw(_cell)))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    data = buf.getvalue().encode()
+    line = 2
+    out = []
+    for kind, rid, text, n in rows:
+        if kind == "ok":
+            buf = io.StringIO()
+            # "\r\n": a writer ending lines in "\n" alone leaves a field's "\r" unquoted (ambiguous)
+            csv.writer(buf, lineterminator="\r\n").writerow([rid, text] + ([n] if extra else []))
+            raw = buf.getvalue().encode()
+        elif kind == "width":
+            raw = ",".join([rid] * (width + 1 if width == 2 else 2)).encode() + b"\n"
+        elif kind == "open":
+            raw = f'{rid},"never closed'.encode() + (b",x" if extra else b"") + b"\n"
+        elif kind == "stray":
+            raw = f'{rid},"ab"c'.encode() + (b",x" if extra else b"") + b"\n"
+        elif kind == "utf8":
+            raw = rid.encode() + b",bad \xff\xfe" + (b",x" if extra else b"") + b"\n"
+        else:
+            raw = b"\n"
+        out.append((kind, line, rid, text))
+        line += raw.count(b"\n")
+        data += raw
+    return data, out
+
+
+@FUZZ
+@given(csv_file=_csv_file(), comp=st.sampled_from(["", "gz", "zst"]))
+def test_fuzzed_csv(csv_file, comp):
+    data, rows = csv_file
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / ("in.csv" + (f".{comp}" if comp else ""))
+        path.write_bytes(_compress(data, comp))
+        expected = [(line, rid, text) for kind, line, rid, text in rows if kind == "ok"]
+        bad = [line for kind, line, _, _ in rows if kind not in ("ok", "blank")]
+        _check(path, expected, bad)
+
+
+# --------------------------------------------------------------------------------------------
+# Parquet
+
+_ptext = st.one_of(st.none(), _text, st.binary(max_size=12))
+
+
+@st.composite
+def _table(draw):
+    n = draw(st.integers(0, 20))
+    binary = draw(st.booleans())
+    if binary:
+        texts = draw(
+            st.lists(st.one_of(st.none(), st.binary(max_size=12), _text.map(str.encode)), min_size=n, max_size=n)
+        )
+        col = pa.array(texts, pa.binary())
+    else:
+        texts = draw(st.lists(st.one_of(st.none(), _text), min_size=n, max_size=n))
+        col = pa.array(texts, pa.string())
+    columns = {"text": col}
+    id_kind = draw(st.sampled_from(["none", "str", "int"]))
+    if id_kind == "str":
+        columns["id"] = pa.array(draw(st.lists(st.one_of(st.none(), st.text(max_size=5)), min_size=n, max_size=n)))
+    elif id_kind == "int":
+        columns["id"] = pa.array(
+            draw(st.lists(st.one_of(st.none(), st.integers(-(2**62), 2**62)), min_size=n, max_size=n))
+        )
+    return pa.table(columns), texts
+
+
+@FUZZ
+@given(table=_table(), row_group=st.integers(1, 8))
+def test_fuzzed_parquet(table, row_group):
+    t, texts = table
+    ids = t.column("id").to_pylist() if "id" in t.column_names else [None] * len(texts)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "in.parquet"
+        pq.write_table(t, path, row_group_size=row_group)
+        expected, bad = [], []
+        for row, (text, doc_id) in enumerate(zip(texts, ids), 1):
+            if isinstance(text, bytes):
+                try:
+                    text = text.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+            if text is None:
+                bad.append(row)
+                continue
+            expected.append((row, None if doc_id is None else str(doc_id), text))
+        _check(path, expected, bad)
+
+
+@FUZZ
+@given(
+    table=_table(),
+    cut=st.floats(0, 0.999),
+    flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), max_size=4),
+)
+def test_damaged_parquet_is_a_clear_error_never_a_traceback(table, cut, flips):
+    t, _ = table
+    buf = io.BytesIO()
+    pq.write_table(t, buf)
+    good = buf.getvalue()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "in.parquet"
+        path.write_bytes(good[: int(len(good) * cut)])  # truncated: the footer is gone
+        with pytest.raises(InputError) as e:
+            _read(path)
+        assert e.value.path == str(path) and e.value.reason == "unreadable file"
+        _, _, stats = _read(path, on_error="skip")
+        assert stats.documents == 0 and stats.reasons == {"unreadable file": 1}
+        flipped = bytearray(good)
+        for where, byte in flips:
+            flipped[int(len(good) * where)] = byte
+        path.write_bytes(bytes(flipped))
+        for on_error in ("fail", "skip"):
+            with contextlib.suppress(NeardupError):  # a clear error, or any data
+                _read(path, on_error=on_error)
