@@ -456,12 +456,22 @@ def test_two_workers_sketch_and_store_what_one_does(tmp_path, method):
     texts = corpus(9000)
     ids = [f"d{i}" for i in range(len(texts))]
     queries = texts[::300]
+    other = corpus(4500, seed=9)
     found = []
     for workers in (1, 2):
-        with neardup.Index.create(tmp_path / f"{workers}.ndx", config, workers=workers) as index:
+        path = tmp_path / f"{workers}.ndx"
+        with neardup.Index.create(path, config, workers=workers, store_text=True) as index:
             values, empty = index._sketch(texts)
             s = config.sketch_texts(texts)
             assert np.array_equal(values, s.values) and np.array_equal(empty, np.asarray(s.empty, dtype=bool))
-            index.add(ids, texts)
-            found.append(index.query_batch(queries))
+            index.add(ids, texts)  # with two workers: sketched while stored (one transaction)
+            with pytest.raises(KeyError, match="d4499"):
+                index.add([f"n{i}" for i in range(4499)] + ["d4499"], other)
+            assert len(index) == len(texts) and "n0" not in index
+            index.add(ids[:4500], other, replace=True)
+            assert index.get("d7")["text"] == other[7] and len(index) == len(texts)
+            found.append((list(index), index.query_batch(queries + other[:50])))
+        with neardup.Index.open(path) as index:
+            assert (list(index), index.query_batch(queries + other[:50])) == found[-1]
+        assert neardup.Index.check_file(path) == []
     assert found[0] == found[1]

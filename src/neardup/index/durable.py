@@ -36,6 +36,7 @@ thread-safe (one lock; queries of many threads are serialized).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import functools
 import json
@@ -68,7 +69,8 @@ SNAPSHOT_MIN_CHANGES = 10_000
 removed since the snapshot it opened (or, without one, when the index holds this many rows):
 below that, applying the rows after the snapshot at open costs less than rewriting it."""
 
-_SKETCH_CHUNK = 2048  # texts per sketching task when add() sketches on several threads
+_SKETCH_CHUNK = 2048  # texts per sketching task when a query or add sketches on several threads
+_STREAM_CHUNK = 512  # at least this many texts per task of a streaming add (small: storing starts early)
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,10 @@ class DurableIndex:
         """Store documents (one transaction: when this returns they are on disk). An id already
         stored is a ``KeyError`` (nothing stored) unless ``replace``."""
         ids, texts = _check_docs(ids, texts)
+        if self._workers > 1 and len(texts) >= 2 * _SKETCH_CHUNK:
+            with self._lock:
+                self._add_streaming(ids, texts, replace)
+            return
         values, empty = self._sketch(texts)
         with self._lock:
             self._commit(ids, texts, values, empty, replace=replace)
@@ -458,6 +464,26 @@ class DurableIndex:
         values = np.concatenate([p.values for p in parts])
         return values, np.concatenate([np.asarray(p.empty, dtype=np.bool_) for p in parts])
 
+    def _add_streaming(self, ids: list[str], texts: list[str], replace: bool) -> None:
+        """``add`` with several workers: the texts are sketched in chunks on the worker threads
+        while this thread stores the rows of the chunks already sketched, in the same one
+        transaction (SQLite releases the GIL while it writes), so sketching and storing overlap."""
+        stream = _SketchStream(self._config.sketch_texts, texts, self._workers, self._row_format[1])
+        old = list(self._held(ids).values()) if replace else []
+        with Threads(self._workers) as threads:
+            seqs = self._store.insert(
+                ids,
+                stream.sketches(threads),
+                stream.empty(),
+                texts if self._store_text else None,
+                replace=replace,
+            )
+        values, empty = stream.result()
+        if old:
+            self._forget(old)
+            self._tomb = self._store.last_tombstone()
+        self._remember(seqs, ids, values, empty)
+
     def _held(self, ids: Sequence[str]) -> dict[str, int]:
         """id -> seq of the ids the lookup holds (SQLite's id index, then the lookup: a reader
         holds what it has loaded)."""
@@ -471,9 +497,7 @@ class DurableIndex:
                 raise IndexCorruptError(
                     f"{self.path}: the sketch of id {bad.id!r} has {len(bad.sketch)} bytes, expected {row_bytes}"
                 )
-            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape(
-                (len(rows), *shape)
-            )
+            values = np.frombuffer(b"".join(r.sketch for r in rows), dtype=dtype).reshape((len(rows), *shape))
             empty = np.fromiter((r.empty for r in rows), np.bool_, len(rows))
             self._remember([r.seq for r in rows], [r.id for r in rows], values, empty)
 
@@ -519,6 +543,36 @@ class DurableIndex:
                 continue
             out.append([(self._names[k] if k >= 0 else staged[-k - 1], sim) for k, sim in row])
         return out
+
+
+class _SketchStream:
+    """The sketches of ``texts``, made in chunks on worker threads and handed out row by row as
+    two iterators that ``SQLiteStore.insert`` consumes in step (``zip(ids, sketches, empty)``:
+    each row's sketch is drawn before its empty flag, which the sketch leaves queued)."""
+
+    def __init__(self, sketch: Any, texts: list[str], workers: int, dtype: np.dtype) -> None:
+        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * workers)))
+        self._pieces = [texts[a : a + step] for a in range(0, len(texts), step)]
+        self._sketch, self._dtype = sketch, dtype
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self._flags: collections.deque[bool] = collections.deque()
+
+    def sketches(self, threads: Threads) -> Iterator[bytes]:
+        for part in threads.stream(self._sketch, self._pieces):
+            values = np.ascontiguousarray(part.values, dtype=self._dtype)
+            empty = np.asarray(part.empty, dtype=np.bool_)
+            self._parts.append((values, empty))
+            for i, flag in enumerate(empty.tolist()):
+                self._flags.append(flag)
+                yield values[i].tobytes()
+
+    def empty(self) -> Iterator[bool]:
+        while self._flags:
+            yield self._flags.popleft()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sketch and empty flag, once the rows were consumed."""
+        return np.concatenate([v for v, _ in self._parts]), np.concatenate([e for _, e in self._parts])
 
 
 def _check_docs(ids: Sequence[str] | None, texts: Sequence[str]) -> tuple[list[str], list[str]]:

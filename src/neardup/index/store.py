@@ -188,7 +188,8 @@ class SQLiteStore:
         *,
         replace: bool = False,
     ) -> list[int]:
-        """Store rows in one transaction and return their sequence numbers.
+        """Store rows in one transaction and return their sequence numbers. ``sketches`` and
+        ``empty`` may be iterators (consumed in step with ``ids``, one row at a time).
 
         An id already stored is a ``KeyError`` (nothing stored) unless ``replace``: then the old
         row is removed (a tombstone) and the new one stored, in the same transaction.
@@ -206,13 +207,16 @@ class SQLiteStore:
                 if present:
                     first = next(i for i in ids if i in present)
                     raise KeyError(f"id {first!r} is in the index already (--replace / replace=True overwrites)")
-            rows = [
+            rows = (  # a generator: sketches and empty may be iterators, made while SQLite writes
                 (doc_id, sk, int(e), row_crc(doc_id, sk), None if texts is None else texts[i])
                 for i, (doc_id, sk, e) in enumerate(zip(ids, sketches, empty))
-            ]
+            )
             seq0 = self._sequence("docs") + 1  # AUTOINCREMENT: the rows get seq0, seq0 + 1, ... in order
             self._conn.executemany("INSERT INTO docs(id, sketch, empty, crc, text) VALUES (?, ?, ?, ?, ?)", rows)
-        return list(range(seq0, seq0 + len(rows)))
+            stored = self._sequence("docs") - seq0 + 1
+            if stored != len(ids):
+                raise ValueError(f"{len(ids)} ids but {stored} sketches; nothing stored")
+        return list(range(seq0, seq0 + len(ids)))
 
     def delete(self, ids: Sequence[str]) -> list[int]:
         """Remove the rows of ``ids`` in one transaction (an unknown id: ``KeyError``, nothing
