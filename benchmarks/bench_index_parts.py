@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_index import K, THRESHOLD, cached_corpus, rss_mb  # noqa: E402
+from bench_index import THRESHOLD, K, cached_corpus, rss_mb
 
 
 def measure_open(path: str) -> None:
