@@ -65,18 +65,20 @@ def rebuilt(path, queries):
 
 
 class CountingRows:
-    """Counts the rows SQLiteStore.rows_after yields."""
+    """Counts the rows SQLiteStore reads for the lookup (columns_after, rows_after)."""
 
     def __init__(self, monkeypatch):
         self.rows = 0
-        original = SQLiteStore.rows_after
+        for name in ("columns_after", "rows_after"):
+            monkeypatch.setattr(SQLiteStore, name, self._counted(getattr(SQLiteStore, name)))
 
-        def counted(store, seq, **kw):
-            for batch in original(store, seq, **kw):
-                self.rows += len(batch)
+    def _counted(self, original):
+        def counted(store, *args, **kw):
+            for batch in original(store, *args, **kw):
+                self.rows += len(batch.seqs) if hasattr(batch, "seqs") else len(batch)
                 yield batch
 
-        monkeypatch.setattr(SQLiteStore, "rows_after", counted)
+        return counted
 
 
 # ---------------------------------------------------------------------- RowKeys

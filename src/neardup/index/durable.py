@@ -490,6 +490,15 @@ class DurableIndex:
         return {i: s for i, s in self._store.lookup(list(ids)).items() if s in self._memory}
 
     def _load_rows_after(self, seq: int) -> None:
+        columns = getattr(self._store, "columns_after", None)
+        if columns is not None:  # the SQLite store: columns, no object per row
+            if self._store.high_water()[0] <= seq:
+                return  # nothing after seq (and the probe of _row_format is not needed)
+            shape, dtype, row_bytes = self._row_format
+            for c in columns(seq, row_bytes):
+                values = np.frombuffer(c.sketches, dtype=dtype).reshape((len(c.seqs), *shape))
+                self._remember(c.seqs, c.ids, values, np.array(c.empty, dtype=np.bool_), encoded=c.encoded)
+            return
         for rows in self._store.rows_after(seq):
             shape, dtype, row_bytes = self._row_format
             bad = next((r for r in rows if len(r.sketch) != row_bytes), None)
@@ -516,10 +525,16 @@ class DurableIndex:
             self._tomb = self._store.last_tombstone()
         self._remember(seqs, ids, values, empty)
 
-    def _remember(self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray) -> None:
-        """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup."""
+    def _remember(
+        self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray, encoded: list | None = None
+    ) -> None:
+        """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup
+        (``encoded``: the ids' UTF-8 bytes, when a load has them)."""
         self._memory.add(seqs, values, empty=empty)
-        self._names.add(seqs, ids)
+        if encoded is not None and len(seqs) >= 1024:
+            self._names.extend(seqs, encoded)
+        else:
+            self._names.add(seqs, ids)
         self._last = max(self._last, seqs[-1])
         self._changes += len(seqs)
 

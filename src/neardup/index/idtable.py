@@ -51,6 +51,17 @@ class IdTable:
         if len(self.recent) >= max(_FOLD_MIN, self.seqs.shape[0] // 4):
             self._fold()
 
+    def extend(self, seqs: list[int], encoded: list[bytes]) -> None:
+        """:meth:`add` of ids already UTF-8 encoded, straight into the arrays (a full load)."""
+        self._fold()
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        offsets = np.empty(lengths.shape[0], dtype=np.int64)
+        np.cumsum(lengths, out=offsets)
+        offsets += self.offsets[-1]
+        self.seqs = np.concatenate([self.seqs, np.array(seqs, dtype=np.int64)])
+        self.offsets = np.concatenate([self.offsets, offsets])
+        self.data = np.concatenate([self.data, np.frombuffer(b"".join(encoded), dtype=np.uint8)])
+
     def discard(self, seqs: Iterable[int]) -> None:
         """Rows removed (their ids may stay in the arrays until :meth:`live`)."""
         for s in seqs:
