@@ -3,6 +3,7 @@ stale or damaged, safe against kill -9; the sorted key prefix of RowKeys; sketch
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -196,7 +197,7 @@ def test_random_histories_answer_as_a_rebuild_does(tmp_path, method):
     config = CONFIGS[method]
     texts = corpus(600)
     queries = corpus(30, seed=1) + texts[::20]
-    for seed in range(3):
+    for seed in range(5):
         rng = np.random.default_rng(seed)
         path = tmp_path / f"{seed}.ndx"
         writer = neardup.Index.create(path, config)
@@ -204,7 +205,7 @@ def test_random_histories_answer_as_a_rebuild_does(tmp_path, method):
         live: list[str] = []
         counter = 0
         try:
-            for _step in range(14):
+            for _step in range(16):
                 op = rng.choice(["add", "add", "remove", "replace", "snapshot", "compact", "reopen"])
                 if op == "add":
                     n = int(rng.integers(1, 60))
@@ -479,3 +480,103 @@ def test_two_workers_sketch_and_store_what_one_does(tmp_path, method):
             assert (list(index), index.query_batch(queries + other[:50])) == found[-1]
         assert neardup.Index.check_file(path) == []
     assert found[0] == found[1]
+
+
+# ---------------------------------------------------------------------- memory and the command line
+
+
+OPEN_MEMORY = textwrap.dedent(
+    """
+    import json, sys
+    import neardup
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    neardup.Index.open(sys.argv[1]).query("warm up the kernels " * 5)  # imports and kernels first
+    before = rss()
+    index = neardup.Index.open(sys.argv[2])
+    grown = rss() - before
+    found = index.query(sys.argv[3])
+    print(json.dumps({"grown": grown, "status": index.snapshot_status, "found": found}))
+    """
+)
+
+
+def test_open_with_a_snapshot_maps_it_instead_of_reading_it(tmp_path):
+    """In a process that has its kernels loaded, opening an index through its snapshot adds a
+    small fraction of the snapshot's size to the RSS; rebuilding adds more than the signatures."""
+    config = MinHashConfig(threshold=0.8)  # K=128: 512 bytes of signature per document
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(5000)])
+    texts = [" ".join(vocab[rng.integers(0, 5000, 25)]) for _ in range(60_000)]
+    small, big = tmp_path / "small.ndx", tmp_path / "big.ndx"
+    with neardup.Index.create(small, config) as index:
+        index.add(["a"], [texts[0]])
+    with neardup.Index.create(big, config) as index:
+        for lo in range(0, len(texts), 20_000):
+            index.add([f"d{i}" for i in range(lo, lo + 20_000)], texts[lo : lo + 20_000])
+        index.save_snapshot()
+    script = tmp_path / "open.py"
+    script.write_text(OPEN_MEMORY)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    signatures = 60_000 * 512
+    snapshot_bytes = os.path.getsize(str(big) + ".lookup")
+
+    def measure():
+        out = subprocess.run(
+            [sys.executable, str(script), str(small), str(big), texts[123]],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        return json.loads(out.stdout)
+
+    mapped = measure()
+    assert mapped["status"] == "used" and mapped["found"][0] == ["d123", 1.0]
+    assert mapped["grown"] < snapshot_bytes / 10, (mapped, snapshot_bytes)
+    os.replace(str(big) + ".lookup", str(big) + ".aside")
+    rebuilt_ = measure()
+    assert rebuilt_["status"].startswith("ignored") and rebuilt_["found"] == mapped["found"]
+    assert rebuilt_["grown"] > signatures, (rebuilt_, signatures)
+    print(
+        {"snapshot_bytes": snapshot_bytes, "open_grew_mapped": mapped["grown"], "open_grew_rebuilt": rebuilt_["grown"]}
+    )
+
+
+def test_cli_compact_writes_the_snapshot_and_check_verifies_it(tmp_path):
+    from click.testing import CliRunner
+
+    from neardup.cli.main import main
+
+    def run(*args, code=0):
+        res = CliRunner().invoke(main, [str(a) for a in args])
+        assert res.exit_code == code, res.output
+        return res
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(corpus(300))))
+    ix = tmp_path / "x.ndx"
+    lookup = Path(str(ix) + ".lookup")
+    run("index", "create", ix, "--method", "minhash", "--threshold", "0.7")
+    run("index", "add", ix, docs)
+    assert not lookup.exists()  # 300 changes: a snapshot is not due
+    run("index", "compact", ix)
+    assert lookup.exists()
+    stats = json.loads(run("index", "stats", ix).output)
+    assert stats["snapshot"]["status"] == "used" and stats["snapshot"]["bytes"] == lookup.stat().st_size
+    assert json.loads(run("index", "check", ix).output)["ok"] is True
+    found = run("index", "query", ix, "--text", corpus(300)[7]).output
+    data = bytearray(lookup.read_bytes())
+    data[4096 + 100] ^= 0xFF  # inside the signatures
+    lookup.write_bytes(bytes(data))
+    out = run("index", "check", ix, code=1).output
+    assert ".lookup" in out and "fails its checksum" in out
+    lookup.write_bytes(b"not a snapshot" * 10)
+    out = run("index", "check", ix, code=1).output
+    assert "not a lookup snapshot" in out
+    assert run("index", "query", ix, "--text", corpus(300)[7]).output == found  # ignored: rebuilt
+    run("index", "compact", ix)
+    assert json.loads(run("index", "check", ix).output)["ok"] is True
