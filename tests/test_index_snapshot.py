@@ -147,6 +147,38 @@ def test_row_keys_of_ascending_ints_need_no_dict():
     assert rk.ids == {} and rk.row(20_001) == 10_002 and -1 not in rk
 
 
+def test_id_table_matches_a_dict(monkeypatch):
+    """seq -> id through the arrays, the recent dict, folding, extend and live(): the same as a dict,
+    for ids with non-ASCII characters and lone surrogates too."""
+    from neardup.index import idtable
+
+    monkeypatch.setattr(idtable, "_FOLD_MIN", 50)
+    rng = np.random.default_rng(1)
+    table, model = idtable.IdTable(), {}
+    seq = 0
+    for step in range(60):
+        n = int(rng.integers(1, 120))
+        seqs = [seq + int(g) for g in np.cumsum(rng.integers(1, 4, n))]
+        seq = seqs[-1]
+        ids = [f"d{s}-é" + ("\ud800" if s % 7 == 0 else "") for s in seqs]
+        if step % 3 == 0:
+            table.extend(seqs, [i.encode("utf-8", "surrogatepass") for i in ids])
+        else:
+            table.add(seqs, ids)
+        model.update(zip(seqs, ids))
+        gone = rng.choice(list(model), min(len(model), 10), replace=False).tolist()
+        table.discard(gone)
+        for g in gone:
+            del model[g]
+        if step % 10 == 9:
+            table = table.live(np.array(sorted(model), dtype=np.int64))
+        keys = list(model)
+        assert table.many(keys) == [model[k] for k in keys]
+        assert all(table[k] == model[k] for k in keys[:50])
+    with pytest.raises(KeyError):
+        table[seq + 1]
+
+
 # ---------------------------------------------------------------------- snapshots used
 
 

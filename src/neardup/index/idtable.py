@@ -43,7 +43,20 @@ class IdTable:
         return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
 
     def many(self, seqs: Iterable[int]) -> list[str]:
-        return [self[s] for s in seqs]
+        """``[self[s] for s in seqs]``, with one binary search for all of them."""
+        seqs = list(seqs)
+        if len(seqs) < 64 or not self.seqs.shape[0]:
+            return [self[s] for s in seqs]
+        q = np.array(seqs, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.seqs, q), self.seqs.shape[0] - 1)
+        found = (self.seqs[pos] == q).tolist()
+        starts, ends = self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()
+        blob = self.data.tobytes()
+        recent = self.recent
+        return [
+            blob[a:b].decode("utf-8", "surrogatepass") if f else recent[s]
+            for s, f, a, b in zip(seqs, found, starts, ends)
+        ]
 
     def add(self, seqs: list[int], ids: list[str]) -> None:
         """Rows with sequence numbers above every one held."""
