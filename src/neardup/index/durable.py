@@ -95,6 +95,7 @@ class DurableIndex:
         self._snapshot_file = snapshots.snapshot_path(store.path) if isinstance(store, SQLiteStore) else None
         self.snapshot_status = "none" if self._snapshot_file is not None else "not kept by this store"
         self._uid = meta.get("uid") or f"created {meta.get('created')}"
+        self._closed = False
         self._load()
 
     # ------------------------------------------------------------------ opening
@@ -157,6 +158,9 @@ class DurableIndex:
         """Close the file; a writer first rewrites the lookup snapshot after enough changes
         (:data:`SNAPSHOT_MIN_CHANGES`; a failure to write it is a warning: it is derived)."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
                 if self._snapshot_due():
                     try:
@@ -214,7 +218,8 @@ class DurableIndex:
 
     def add(self, ids: Sequence[str], texts: Sequence[str], *, replace: bool = False) -> None:
         """Store documents (one transaction: when this returns they are on disk). An id already
-        stored is a ``KeyError`` (nothing stored) unless ``replace``."""
+        stored is a ``KeyError`` (nothing stored) unless ``replace``. With several ``workers``,
+        a large batch is sketched on them while it is stored (queries of other threads wait)."""
         ids, texts = _check_docs(ids, texts)
         if self._workers > 1 and len(texts) >= 2 * _SKETCH_CHUNK:
             with self._lock:
