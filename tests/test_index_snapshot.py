@@ -612,3 +612,13 @@ def test_cli_compact_writes_the_snapshot_and_check_verifies_it(tmp_path):
     assert run("index", "query", ix, "--text", corpus(300)[7]).output == found  # ignored: rebuilt
     run("index", "compact", ix)
     assert json.loads(run("index", "check", ix).output)["ok"] is True
+
+
+def test_an_array_referenced_twice_is_stored_once_and_loads_as_one(tmp_path):
+    """HammingIndex keeps its tables both in SortedRuns and in a tuple of kernel arguments."""
+    path = tmp_path / "x.ndx"
+    _index_with_snapshot(path, CONFIGS["simhash"], corpus(3000))
+    payload, _ = snapshot.load(str(path) + ".lookup")
+    memory = payload["memory"]
+    assert memory._kernel_args[0] is memory._tables.keys and memory._kernel_args[1] is memory._tables.ids
+    assert memory._kernel_args[-2] is memory._fps  # (before: a second copy of each, 1.9x the file)
