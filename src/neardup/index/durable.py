@@ -145,6 +145,7 @@ class DurableIndex:
         self._snapshot_file = snapshots.snapshot_path(store.path) if isinstance(store, SQLiteStore) else None
         self.snapshot_status = "none" if self._snapshot_file is not None else "not kept by this store"
         self._uid = meta.get("uid") or f"created {meta.get('created')}"
+        self._closed = False
         self._load()
 
     # ------------------------------------------------------------------ opening
@@ -208,6 +209,9 @@ class DurableIndex:
         """Close the file; a writer first rewrites the lookup snapshot after enough changes
         (:data:`SNAPSHOT_MIN_CHANGES`; a failure to write it is a warning: it is derived)."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             try:
                 if self._snapshot_due():
                     try:
@@ -269,7 +273,8 @@ class DurableIndex:
 
     def add(self, ids: Sequence[str], texts: Sequence[str], *, replace: bool = False) -> None:
         """Store documents (one transaction: when this returns they are stored). An id already
-        stored is a ``KeyError`` (nothing stored) unless ``replace``."""
+        stored is a ``KeyError`` (nothing stored) unless ``replace``. With several ``workers``,
+        a large batch is sketched on them while it is stored (queries of other threads wait)."""
         ids, texts = _check_docs(ids, texts)
         if self._workers > 1 and len(texts) >= 2 * _SKETCH_CHUNK and not self._shared:
             with self._lock:
@@ -594,6 +599,15 @@ class DurableIndex:
         return {i: s for i, s in self._store.lookup(list(ids)).items() if s in self._memory}
 
     def _load_rows_after(self, seq: int) -> None:
+        columns = getattr(self._store, "columns_after", None)
+        if columns is not None:  # the SQLite store: columns, no object per row
+            if self._store.high_water()[0] <= seq:
+                return  # nothing after seq (and the probe of _row_format is not needed)
+            shape, dtype, row_bytes = self._row_format
+            for c in columns(seq, row_bytes):
+                values = np.frombuffer(c.sketches, dtype=dtype).reshape((len(c.seqs), *shape))
+                self._remember(c.seqs, c.ids, values, np.array(c.empty, dtype=np.bool_), encoded=c.encoded)
+            return
         for rows in self._store.rows_after(seq):
             shape, dtype, row_bytes = self._row_format
             bad = next((r for r in rows if len(r.sketch) != row_bytes), None)
@@ -636,10 +650,16 @@ class DurableIndex:
             self._tomb = self._store.last_tombstone()
         self._remember(seqs, ids, values, empty)
 
-    def _remember(self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray) -> None:
-        """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup."""
+    def _remember(
+        self, seqs: list[int], ids: list[str], values: np.ndarray, empty: np.ndarray, encoded: list | None = None
+    ) -> None:
+        """Rows stored under ``seqs`` (ascending, above every row held) join the in-memory lookup
+        (``encoded``: the ids' UTF-8 bytes, when a load has them)."""
         self._memory.add(seqs, values, empty=empty)
-        self._names.add(seqs, ids)
+        if encoded is not None and len(seqs) >= 1024:
+            self._names.extend(seqs, encoded)
+        else:
+            self._names.add(seqs, ids)
         self._last = max(self._last, seqs[-1])
         self._changes += len(seqs)
 

@@ -43,13 +43,37 @@ class IdTable:
         return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
 
     def many(self, seqs: Iterable[int]) -> list[str]:
-        return [self[s] for s in seqs]
+        """``[self[s] for s in seqs]``, with one binary search for all of them."""
+        seqs = list(seqs)
+        if len(seqs) < 64 or not self.seqs.shape[0]:
+            return [self[s] for s in seqs]
+        q = np.array(seqs, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.seqs, q), self.seqs.shape[0] - 1)
+        found = (self.seqs[pos] == q).tolist()
+        starts, ends = self.offsets[pos].tolist(), self.offsets[pos + 1].tolist()
+        blob = self.data.tobytes()
+        recent = self.recent
+        return [
+            blob[a:b].decode("utf-8", "surrogatepass") if f else recent[s]
+            for s, f, a, b in zip(seqs, found, starts, ends)
+        ]
 
     def add(self, seqs: list[int], ids: list[str]) -> None:
         """Rows with sequence numbers above every one held."""
         self.recent.update(zip(seqs, ids))
         if len(self.recent) >= max(_FOLD_MIN, self.seqs.shape[0] // 4):
             self._fold()
+
+    def extend(self, seqs: list[int], encoded: list[bytes]) -> None:
+        """:meth:`add` of ids already UTF-8 encoded, straight into the arrays (a full load)."""
+        self._fold()
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        offsets = np.empty(lengths.shape[0], dtype=np.int64)
+        np.cumsum(lengths, out=offsets)
+        offsets += self.offsets[-1]
+        self.seqs = np.concatenate([self.seqs, np.array(seqs, dtype=np.int64)])
+        self.offsets = np.concatenate([self.offsets, offsets])
+        self.data = np.concatenate([self.data, np.frombuffer(b"".join(encoded), dtype=np.uint8)])
 
     def discard(self, seqs: Iterable[int]) -> None:
         """Rows removed (their ids may stay in the arrays until :meth:`live`)."""

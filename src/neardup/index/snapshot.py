@@ -307,11 +307,17 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO, arrays: list[np.ndarray]) -> None:
         super().__init__(file, protocol=5)
         self._arrays = arrays
+        self._seen: dict[int, tuple[np.ndarray, int]] = {}  # id -> (the array, kept alive; its number)
 
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) is np.ndarray and obj.nbytes >= _INLINE_BYTES and not obj.dtype.hasobject:
-            self._arrays.append(np.ascontiguousarray(obj))
-            return ("array", len(self._arrays) - 1)
+            # persistent_id comes before pickle's memo: an array referenced twice (a table and a
+            # tuple of kernel arguments) is stored once and loads as one object
+            seen = self._seen.get(id(obj))
+            if seen is None:
+                self._arrays.append(np.ascontiguousarray(obj))
+                seen = self._seen[id(obj)] = (obj, len(self._arrays) - 1)
+            return ("array", seen[1])
         return None
 
 

@@ -36,6 +36,7 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from ..core.errors import NeardupError
@@ -100,6 +101,18 @@ class StoredRow:
     id: str
     sketch: bytes
     empty: bool
+
+
+@dataclass(frozen=True)
+class RowColumns:
+    """A batch of stored rows as columns (:meth:`SQLiteStore.columns_after`): sequence numbers,
+    ids, their UTF-8 bytes, the sketches joined end to end, the empty flags."""
+
+    seqs: list[int]
+    ids: list[str]
+    encoded: list[bytes]
+    sketches: bytes
+    empty: list[int]
 
 
 def row_crc(doc_id: str, sketch: bytes) -> int:
@@ -211,7 +224,8 @@ class SQLiteStore:
         replace: bool = False,
         expect_seq: int | None = None,
     ) -> list[int]:
-        """Store rows in one transaction and return their sequence numbers.
+        """Store rows in one transaction and return their sequence numbers. ``sketches`` and
+        ``empty`` may be iterators (consumed in step with ``ids``, one row at a time).
 
         An id already stored is a ``KeyError`` (nothing stored) unless ``replace``: then the old
         row is removed (a tombstone) and the new one stored, in the same transaction. With
@@ -233,13 +247,16 @@ class SQLiteStore:
                 if present:
                     first = next(i for i in ids if i in present)
                     raise KeyError(f"id {first!r} is in the index already (--replace / replace=True overwrites)")
-            rows = [
+            rows = (  # a generator: sketches and empty may be iterators, made while SQLite writes
                 (doc_id, sk, int(e), row_crc(doc_id, sk), None if texts is None else texts[i])
                 for i, (doc_id, sk, e) in enumerate(zip(ids, sketches, empty))
-            ]
+            )
             seq0 = self._sequence("docs") + 1  # AUTOINCREMENT: the rows get seq0, seq0 + 1, ... in order
             self._conn.executemany("INSERT INTO docs(id, sketch, empty, crc, text) VALUES (?, ?, ?, ?, ?)", rows)
-        return list(range(seq0, seq0 + len(rows)))
+            stored = self._sequence("docs") - seq0 + 1
+            if stored != len(ids):
+                raise ValueError(f"{len(ids)} ids but {stored} sketches; nothing stored")
+        return list(range(seq0, seq0 + len(ids)))
 
     def delete(self, ids: Sequence[str]) -> list[int]:
         """Remove the rows of ``ids`` in one transaction (an unknown id: ``KeyError``, nothing
@@ -267,6 +284,35 @@ class SQLiteStore:
                     )
                 out.append(StoredRow(s, doc_id, sketch, bool(empty)))
             yield out
+
+    def columns_after(self, seq: int, sketch_bytes: int, *, batch: int = 65536) -> Iterator[RowColumns]:
+        """:meth:`rows_after` as columns, with no Python object made per row beyond SQLite's own
+        (what loading a whole index reads); every sketch's size (``sketch_bytes``) and checksum
+        verified, the checksums computed by ``map`` over the batch rather than a loop in Python."""
+        cursor = self._conn.execute("SELECT seq, id, sketch, empty, crc FROM docs WHERE seq > ? ORDER BY seq", (seq,))
+        while True:
+            try:
+                chunk = cursor.fetchmany(batch)
+            except sqlite3.DatabaseError as exc:
+                raise IndexCorruptError(f"{self.path}: damaged ({exc}); run `neardup index check`") from None
+            if not chunk:
+                return
+            seqs, ids, sketches, empty, crcs = zip(*chunk)
+            if set(map(type, sketches)) != {bytes} or set(map(len, sketches)) != {sketch_bytes}:
+                bad = next(i for i, sk in enumerate(sketches) if not isinstance(sk, bytes) or len(sk) != sketch_bytes)
+                raise IndexCorruptError(
+                    f"{self.path}: the sketch of id {ids[bad]!r} has {len(sketches[bad] or b'')} bytes, "
+                    f"expected {sketch_bytes}; run `neardup index check`"
+                )
+            encoded = list(map(str.encode, ids, repeat("utf-8"), repeat("surrogatepass")))
+            computed = list(map(zlib.crc32, sketches, map(zlib.crc32, encoded)))
+            if computed != list(crcs):
+                bad = next(i for i, (a, b) in enumerate(zip(computed, crcs)) if a != b)
+                raise IndexCorruptError(
+                    f"{self.path}: the stored sketch of id {ids[bad]!r} fails its checksum; "
+                    "run `neardup index check` (restore the file or remove that id)"
+                )
+            yield RowColumns(list(seqs), list(ids), encoded, b"".join(sketches), list(empty))
 
     def tombstones_after(self, seq: int) -> list[tuple[int, int]]:
         """``(tombstone seq, removed doc seq)`` with a tombstone seq above ``seq``."""

@@ -8,7 +8,9 @@ with :func:`register`; nothing else in neardup changes (the command line, the co
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import pkgutil
 from importlib import metadata
 from typing import Any
@@ -65,7 +67,14 @@ def method_names() -> list[str]:
 
 
 def get_method(name: str) -> type[MethodConfig]:
-    """The config class of method ``name``."""
+    """The config class of method ``name`` (a built-in method is imported alone: opening an
+    index of one method need not import every method's kernels)."""
+    if name not in _METHODS and not _loaded and isinstance(name, str) and name.isidentifier():
+        with contextlib.suppress(ImportError):
+            if importlib.util.find_spec(f"{__package__}.{name}") is not None:
+                importlib.import_module(f"{__package__}.{name}")
+    if name in _METHODS:
+        return _METHODS[name]
     _load()
     try:
         return _METHODS[name]
