@@ -65,7 +65,7 @@ from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _s
 
 __all__ = ["DaskEngine", "local_client"]
 
-PARTITION_BYTES = 64 << 20
+PARTITION_BYTES = 32 << 20
 """Default input partition size: splittable input bytes per partition."""
 
 
@@ -328,7 +328,7 @@ class DaskEngine(LocalEngine):
 
     def _file_parts(self, source: FileSource) -> list[FilePart]:
         """The partitions of a file source: about ``partitions`` of them (default: 4 per worker
-        thread, and at least one per 64 MB of splittable input); the byte ranges are located
+        thread, and at least one per 32 MB of splittable input); the byte ranges are located
         on the workers (one small answer each)."""
         threads = self._cluster_threads()
         target = self.partitions or max(4 * threads, -(-source.input_bytes() // PARTITION_BYTES))
