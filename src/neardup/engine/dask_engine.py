@@ -1,24 +1,36 @@
-"""The Dask engine: a plan's batches and candidate groups on the workers of a ``dask.distributed``
-cluster.
+"""The Dask engine: a plan's scans, candidate groups and (for plans that allow it) per-document
+state on the workers of a ``dask.distributed`` cluster.
 
-- **Scans.** Each batch of documents is sent to a worker (``client.submit``), at most
-  ``2 * workers`` batches in flight, and the parts come back in input order to the method's
-  reducer here, exactly as on the local engine's threads. A task whose worker dies is run again
-  elsewhere (Dask's scheduler reschedules it; ``retries`` more attempts are allowed on errors).
-- **Steps** run here, on this process's threads (they are whole-state computations: document
-  frequencies, IDF tables).
-- **The candidate stage** (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
+- **Input partitions.** A job over files (:class:`~neardup.io.partitions.FileSource`) is cut
+  into partitions: byte ranges of large uncompressed JSONL files, whole files otherwise; the
+  workers locate each range's line bounds and count its newlines (one small answer each), and
+  each worker reads its partitions itself through fsspec. Only the descriptions leave this
+  process. Any other document source is sent batch by batch, as data.
+- **Scans.** The first scan runs in two phases per partition: read (and, with the exact
+  pre-pass, normalize and key) on a worker, where the result stays; ids, lengths and exact keys
+  come here to be admitted in input order; then the method's map runs on that worker. At most
+  ``2 x cluster threads`` partitions are in each phase. Later scans read the partitions again
+  on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
+  reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
+- **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
+  signature verification). Each partition's scan result is reduced where it was made into a
+  *shard*; the shards compute their own group-by keys and shuffle them, a bucket takes the rows
+  of only the documents of its groups of two or more from their shards, and the similarity of
+  each document to its kept one is computed on rows taken the same way. What comes here: ids,
+  lengths, exact keys, empty flags, roots, similarities, pairs when asked for, and counts.
+- **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
+  IDF tables, SpotSigs' all-pairs) run here, and the candidate stage
+  (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
-  ``verify`` (the state it needs is broadcast once), each bucket's pairs become a forest there, and
-  forests are merged pairwise on the workers; only the final forest (documents in clusters and
-  their roots) comes back, and the pairs only when the job asks for them.
+  ``verify`` (the state it needs is broadcast once).
+- **Components.** Each bucket's pairs become a forest on its worker, and forests are merged
+  pairwise on the workers; only the final forest (documents in clusters and their roots) comes
+  back, and the pairs only when the job asks for them.
 
 The answer is the reference engine's, which the contract tests require to be the local
-engine's: same ids, clusters, kept documents, similarities and pairs.
-
-What stays on this process: the reducers' state (the signatures) and the keys before the
-shuffle. See docs/scaling.md for what that means at 100M+ documents.
+engine's: same ids, clusters, kept documents, similarities and pairs. See docs/scaling.md for
+the measurements and what remains on this process.
 
 >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
 >>> engine = DaskEngine(Client(LocalCluster(n_workers=2, threads_per_worker=1)))  # doctest: +SKIP
@@ -238,9 +250,12 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
 class DaskEngine(LocalEngine):
     """Runs plans on a ``dask.distributed`` client (see the module docs).
 
-    ``partitions``: shuffle buckets of the candidate stage (default: 4 per worker thread);
-    ``retries``: extra attempts of a task that raised (a lost worker's tasks are rescheduled by
-    Dask anyway); ``threads``: this process's threads for the plan's steps.
+    ``partitions``: about how many pieces a file input is read in, and the shuffle buckets of
+    the candidate stage (default: 4 per worker thread, and at least one input partition per
+    32 MB of splittable input); ``retries``: extra attempts of a task that raised (a lost
+    worker's tasks are rescheduled by Dask anyway); ``threads``: this process's threads for the
+    plan's steps; ``worker_state``: keep the per-document state on the workers for plans that
+    allow it (``False`` brings it here, as other plans do: for comparison).
     """
 
     def __init__(
