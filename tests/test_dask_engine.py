@@ -264,3 +264,23 @@ def _file_source(path):
     from neardup.io.partitions import FileSource, ReadOptions
 
     return FileSource([str(path)], ReadOptions(batch_size=16))
+
+
+def test_partitions_without_documents(tmp_path, dask_client):
+    """An empty shard and a shard whose every record is skipped are partitions without
+    documents: the pre-pass and the shards take them in their stride."""
+    import neardup
+    from neardup.engine.dask_engine import DaskEngine
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("")
+    _jsonl_corpus(folder / "b.jsonl", 120, seed=3)
+    (folder / "c.jsonl").write_text('{"body": 1}\n{"body": 2}\n')
+    _jsonl_corpus(folder / "d.jsonl", 60, seed=4)
+    config = MinHashConfig(threshold=0.6)
+    local = neardup.dedup([str(folder)], config, workers=1, on_error="skip")
+    got = neardup.dedup([str(folder)], config, engine=DaskEngine(dask_client, partitions=6), on_error="skip")
+    assert got.ids == local.ids and got.read_stats == local.read_stats and got.read_stats.skipped == 2
+    for name in ("root", "kept", "similarity"):
+        assert np.array_equal(getattr(got, name), getattr(local, name)), name

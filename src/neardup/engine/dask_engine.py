@@ -417,7 +417,9 @@ class DaskEngine(LocalEngine):
             job.lengths.append(lengths)
             job.parts.append(None if isinstance(part, DocBatch) else part)
             job.part_docs.append(len(ids))
-            chosen = admission.admit(keys) if admission is not None else None
+            chosen = None
+            if admission is not None:  # a partition without documents has no keys to admit
+                chosen = admission.admit(keys) if ids else np.zeros(0, dtype=bool)
             self.scan_bytes["to workers"] += _nbytes(chosen)
             m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
             args = (stage, config, inputs, held, chosen, doc_start, sub_start)

@@ -57,7 +57,7 @@ def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int) -> list[d
     """
     keys = np.asarray(keys, dtype=np.uint64)
     n, tables = keys.shape[0], keys.shape[1]
-    keys = keys.reshape(n, tables, -1)
+    keys = keys.reshape(n, tables, keys.shape[2] if keys.ndim == 3 else 1)  # (-1 fails when n is 0)
     member = np.asarray(member, dtype=bool).reshape(n, tables)
     table_of, doc_of = np.nonzero(member.T)  # (table, document) order
     key = keys[doc_of, table_of]  # [m, w]
