@@ -11,10 +11,6 @@ Layers, imports going one way only (a module may import its own layer and the on
     core                   1
     _kernels               0   (every numba kernel and LLVM intrinsic, nothing else of neardup)
 
-One module sits above its package: ``engine.dask_engine`` is at the io layer (5), because its
-workers read their own partitions of the input files (``io.partitions``); the rest of ``engine``
-stays below io, and nothing under io imports the Dask engine.
-
 Every import counts, also one inside a function; imports under ``if TYPE_CHECKING:`` do not
 (they never run). No private name (leading underscore) is imported from another subpackage, no
 algorithm decides the number of threads itself (``os.cpu_count``), and no numba function lives
@@ -44,8 +40,6 @@ LAYERS = {
     "cli": 7,
     "service": 7,
 }
-MODULE_LAYERS = {"engine.dask_engine": 5}  # see the module docs
-
 PEERS_APART = {frozenset({"engine", "index"})}
 THREAD_DECIDERS = {"api.py", "cli", "service"}  # where "all cores" may be resolved
 KERNEL_DECORATORS = ("njit", "jit", "intrinsic", "vectorize", "guvectorize", "overload", "structref")
@@ -109,7 +103,7 @@ def imports(name: str) -> list[tuple[str, str | None, int]]:
 
 def layer(name: str) -> tuple[str, int | None]:
     top = name.split(".")[0] if name else ""
-    return top, MODULE_LAYERS.get(name, LAYERS.get(top))
+    return top, LAYERS.get(top)
 
 
 def subpackage(name: str) -> str:

@@ -121,18 +121,18 @@ def test_exact_copies_cluster_and_light_edits_mostly_do(generated):
 
 
 def test_idf_weighting_reads_twice(generated, monkeypatch):
-    import neardup.io.partitions as parts
+    import neardup.io.partitions as partitions
 
     path, texts, _, _ = generated
     config = SimHashConfig(max_distance=5, weighting="idf")
     reads = []
-    original = parts._batches  # what each read of a FileSource goes through
+    original = partitions._batches
 
     def counting(*args, **kwargs):
         reads.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(parts, "_batches", counting)
+    monkeypatch.setattr(partitions, "_batches", counting)
     result = dedup([path], config, want_pairs=True, batch_size=100)
     assert len(reads) == 2
     idf = fit_idf(texts, config.shingling, min_df=config.min_df)

@@ -179,3 +179,32 @@ def verify_group(members, mode, threshold, min_matches, sigs, set_values, set_of
                 ps[q] = sim
                 q += 1
     return pa[:q], pb[:q], ps[:q]
+
+
+@nb.njit(cache=True, nogil=True)
+def verify_groups(members, bounds, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row):
+    """:func:`verify_group` of every group ``members[bounds[g]:bounds[g + 1]]`` in one call (the
+    candidate stage of a whole shuffle bucket); a pair in several groups is listed each time."""
+    cap = 16
+    pa = np.empty(cap, dtype=np.int64)
+    pb = np.empty(cap, dtype=np.int64)
+    ps = np.empty(cap, dtype=np.float64)
+    q = 0
+    for g in range(bounds.shape[0] - 1):
+        lo = bounds[g]
+        hi = bounds[g + 1]
+        for x in range(lo, hi):
+            for y in range(x + 1, hi):
+                i = members[x]
+                j = members[y]
+                ok, sim = similarity(i, j, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row)
+                if ok:
+                    if q == pa.shape[0]:
+                        pa = _grow(pa, q + 1)
+                        pb = _grow(pb, q + 1)
+                        ps = _grow(ps, q + 1)
+                    pa[q] = min(i, j)
+                    pb[q] = max(i, j)
+                    ps[q] = sim
+                    q += 1
+    return pa[:q], pb[:q], ps[:q]

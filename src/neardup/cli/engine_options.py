@@ -5,7 +5,7 @@ runs on a ``dask.distributed`` cluster: the scheduler at ``--scheduler ADDRESS``
 (``tcp://host:8786``), or a new LocalCluster of ``--workers`` worker processes (default: one per
 core) that lives as long as the command. ``--partitions`` sets how many pieces the input is read
 in by the workers (byte ranges of large JSONL files, whole files otherwise) and the shuffle
-buckets of the candidate stage (default: 4 per worker thread, and one per 64 MB of input).
+buckets of the candidate stage (default: 4 per worker thread, and one per 32 MB of input).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def add_engine_options(command: Callable) -> Callable:
             default=None,
             help="With --engine dask: input partitions the workers read (byte ranges of large JSONL files, whole "
             "files otherwise) and shuffle buckets of the candidate stage [default: 4 per worker thread, at least "
-            "one per 64 MB of input].",
+            "one per 32 MB of input].",
         ),
     ]
     for decorate in reversed(options):

@@ -7,11 +7,11 @@ handed over by another system.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DocBatch", "DocumentSource", "InMemorySource"]
+__all__ = ["DocBatch", "DocumentPart", "DocumentSource", "InMemorySource", "PartitionedSource"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,41 @@ class DocumentSource(Protocol):
     times: once per scan of its plan)."""
 
     def __call__(self) -> Iterable[DocBatch]: ...
+
+
+class DocumentPart(Protocol):
+    """One piece of a :class:`PartitionedSource`'s input, small and picklable: another process
+    reads it with ``load()``."""
+
+    def load(self) -> tuple[list[DocBatch], Any]:
+        """The piece's documents as batches numbered from 0, and its read counters."""
+        ...
+
+    def describe(self) -> str:
+        """Where the piece is, for messages."""
+        ...
+
+
+@runtime_checkable
+class PartitionedSource(Protocol):
+    """A :class:`DocumentSource` that can also describe its input as :class:`DocumentPart` s,
+    read by other processes (the Dask engine's workers) instead of this one."""
+
+    def __call__(self) -> Iterable[DocBatch]: ...
+
+    def partitions(self, count: int | None, minimum: int, run: Callable[[Callable, list], list]) -> list[Any]:
+        """About ``count`` parts (None: the source's choice, at least ``minimum``), in reading
+        order; ``run(fn, items)`` maps a picklable ``fn`` over ``items`` where the parts will be
+        read (for what must be looked at in the data itself)."""
+        ...
+
+    def claim_stats(self) -> Any:
+        """The read counters a first read elsewhere should fill (None after the first read)."""
+        ...
+
+    def add_read_stats(self, stats: Any, parts: list[Any], found: list[Any]) -> None:
+        """Add the counters ``found`` by loading ``parts`` (in order) to ``stats``."""
+        ...
 
 
 class InMemorySource:

@@ -127,9 +127,10 @@ class Sharded:
 
     - ``keys(config, rows) -> (keys, member)``: the candidate stage's group-by keys of the shard's
       documents (as :class:`GroupBy` ``keys``, on the shard's rows);
-    - ``verify(config, members, rows) -> (a, b, similarity)``: a group's near-duplicate pairs,
-      ``members`` and the pairs being row positions in ``rows`` (the rows of some documents,
-      gathered from their shards, in document order);
+    - ``verify(config, members, bounds, rows) -> (a, b, similarity)``: the near-duplicate pairs
+      of every group ``members[bounds[g]:bounds[g + 1]]`` (as :class:`GroupBy` ``verify`` of
+      each; a pair may be listed more than once), ``members`` and the pairs being row positions
+      in ``rows`` (the rows of some documents, gathered from their shards, in document order);
     - ``similarity(config, rows, docs, others)``: the plan's similarity of ``docs[q]`` to
       ``others[q]``, positions in ``rows``;
     - ``empty(config, rows)``: bool per document, those with no features.

@@ -1,24 +1,37 @@
-"""The Dask engine: a plan's batches and candidate groups on the workers of a ``dask.distributed``
-cluster.
+"""The Dask engine: a plan's scans, candidate groups and (for plans that allow it) per-document
+state on the workers of a ``dask.distributed`` cluster.
 
-- **Scans.** Each batch of documents is sent to a worker (``client.submit``), at most
-  ``2 * workers`` batches in flight, and the parts come back in input order to the method's
-  reducer here, exactly as on the local engine's threads. A task whose worker dies is run again
-  elsewhere (Dask's scheduler reschedules it; ``retries`` more attempts are allowed on errors).
-- **Steps** run here, on this process's threads (they are whole-state computations: document
-  frequencies, IDF tables).
-- **The candidate stage** (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
+- **Input partitions.** A job over files (:class:`~neardup.io.partitions.FileSource`, a
+  :class:`~neardup.core.documents.PartitionedSource`) is cut
+  into partitions: byte ranges of large uncompressed JSONL files, whole files otherwise; the
+  workers locate each range's line bounds and count its newlines (one small answer each), and
+  each worker reads its partitions itself through fsspec. Only the descriptions leave this
+  process. Any other document source is sent batch by batch, as data.
+- **Scans.** The first scan runs in two phases per partition: read (and, with the exact
+  pre-pass, normalize and key) on a worker, where the result stays; ids, lengths and exact keys
+  come here to be admitted in input order; then the method's map runs on that worker. At most
+  ``2 x cluster threads`` partitions are in each phase. Later scans read the partitions again
+  on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
+  reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
+- **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
+  signature verification). Each partition's scan result is reduced where it was made into a
+  *shard*; the shards compute their own group-by keys and shuffle them, a bucket takes the rows
+  of only the documents of its groups of two or more from their shards, and the similarity of
+  each document to its kept one is computed on rows taken the same way. What comes here: ids,
+  lengths, exact keys, empty flags, roots, similarities, pairs when asked for, and counts.
+- **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
+  IDF tables, SpotSigs' all-pairs) run here, and the candidate stage
+  (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
-  ``verify`` (the state it needs is broadcast once), each bucket's pairs become a forest there, and
-  forests are merged pairwise on the workers; only the final forest (documents in clusters and
-  their roots) comes back, and the pairs only when the job asks for them.
+  ``verify`` (the state it needs is broadcast once).
+- **Components.** Each bucket's pairs become a forest on its worker, and forests are merged
+  pairwise on the workers; only the final forest (documents in clusters and their roots) comes
+  back, and the pairs only when the job asks for them.
 
 The answer is the reference engine's, which the contract tests require to be the local
-engine's: same ids, clusters, kept documents, similarities and pairs.
-
-What stays on this process: the reducers' state (the signatures) and the keys before the
-shuffle. See docs/scaling.md for what that means at 100M+ documents.
+engine's: same ids, clusters, kept documents, similarities and pairs. See docs/scaling.md for
+the measurements and what remains on this process.
 
 >>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
 >>> engine = DaskEngine(Client(LocalCluster(n_workers=2, threads_per_worker=1)))  # doctest: +SKIP
@@ -27,6 +40,7 @@ shuffle. See docs/scaling.md for what that means at 100M+ documents.
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -36,13 +50,11 @@ from typing import Any
 import numpy as np
 
 from ..core.arrays import text_lengths
-from ..core.documents import DocBatch, DocumentSource
+from ..core.documents import DocBatch, DocumentSource, PartitionedSource
 from ..core.errors import InputChangedError
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
-from ..io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats
-from ..io.policy import ReadStats
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
@@ -65,14 +77,11 @@ from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _s
 
 __all__ = ["DaskEngine", "local_client"]
 
-PARTITION_BYTES = 64 << 20
-"""Default input partition size: splittable input bytes per partition."""
-
 
 def _reads_on_workers(source: Any) -> bool:
     """Whether the workers read the source's partitions themselves (files, by default), else this
     process reads it and sends the batches."""
-    return isinstance(source, FileSource) and source.partitionable
+    return isinstance(source, PartitionedSource) and getattr(source, "partitionable", True)
 
 
 def _nbytes(obj: Any) -> int:
@@ -83,8 +92,8 @@ def _nbytes(obj: Any) -> int:
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
     if isinstance(obj, str):
         return len(obj)
-    if isinstance(obj, FilePart):
-        return len(obj.path) + 24
+    if hasattr(obj, "load"):  # a DocumentPart: its description
+        return len(pickle.dumps(obj))
     if isinstance(obj, dict):
         return sum(_nbytes(v) for v in obj.values())
     if isinstance(obj, (list, tuple)):
@@ -96,19 +105,18 @@ def _nbytes(obj: Any) -> int:
 # the scans, as functions of one partition (run on the workers)
 
 
-def _load(options: ReadOptions | None, part) -> tuple[list[DocBatch], ReadStats | None]:
-    """A partition's documents as batches numbered from 0: a :class:`FilePart` is read here;
-    any other part is a batch the driver sent."""
-    if isinstance(part, FilePart):
-        stats = ReadStats(details=[])  # every skip's details: the driver keeps them when --skipped asks
-        return part.batches(options, stats), stats
-    return [DocBatch(0, part.ids, part.texts)], None
+def _load(part) -> tuple[list[DocBatch], Any]:
+    """A partition's documents as batches numbered from 0, and its read counters: a
+    :class:`~neardup.core.documents.DocumentPart` is read here; a batch was sent by the driver."""
+    if isinstance(part, DocBatch):
+        return [DocBatch(0, part.ids, part.texts)], None
+    return part.load()
 
 
-def _read_first(stage: Scan, config: Any, prepass: Prepass | None, options, part):
+def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
     """First scan, phase 1: read the partition and (with the pre-pass) prepare it; the result
     stays on the worker until phase 2."""
-    batches, stats = _load(options, part)
+    batches, stats = _load(part)
     if prepass is None:
         items = [(b, text_lengths(b.texts), None, None) for b in batches]
     else:
@@ -116,7 +124,7 @@ def _read_first(stage: Scan, config: Any, prepass: Prepass | None, options, part
     return items, stats
 
 
-def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, ReadStats | None]:
+def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, Any]:
     """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters."""
     items, stats = held
     ids = [i for item in items for i in item[0].ids]
@@ -163,13 +171,13 @@ def _shard_counters(shard: dict[str, Any]) -> dict[str, float] | None:
     return shard["counters"]
 
 
-def _rescan(stage: Scan, config: Any, inputs: list[Any], options, part, expected: int, chosen, sub_start: int):
+def _rescan(stage: Scan, config: Any, inputs: list[Any], part, expected: int, chosen, sub_start: int):
     """A later scan of one partition: the parts of its documents (those ``chosen`` when the
     pre-pass ran), numbered from ``sub_start``."""
-    batches, _ = _load(options, part)
+    batches, _ = _load(part)
     got = sum(map(len, batches))
     if got != expected:
-        where = f"{part.path} [{part.begin}, {part.end})" if isinstance(part, FilePart) else "a batch"
+        where = "a batch" if isinstance(part, DocBatch) else part.describe()
         raise InputChangedError(
             f"the input changed while the job ran: {where} gave {expected:,} documents when first read and "
             f"{got:,} when read again for {stage.name!r}"
@@ -196,7 +204,7 @@ class _Job:
         self.source = source
         self.ids: list[str] = []
         self.lengths: list[np.ndarray] = []
-        self.parts: list[FilePart | None] | None = None
+        self.parts: list[Any] | None = None
         self.part_docs: list[int] = []
         self.groups: ExactGroups | None = None
         self.shards: list[tuple[int, int, Any]] = []
@@ -244,9 +252,12 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
 class DaskEngine(LocalEngine):
     """Runs plans on a ``dask.distributed`` client (see the module docs).
 
-    ``partitions``: shuffle buckets of the candidate stage (default: 4 per worker thread);
-    ``retries``: extra attempts of a task that raised (a lost worker's tasks are rescheduled by
-    Dask anyway); ``threads``: this process's threads for the plan's steps.
+    ``partitions``: about how many pieces a file input is read in, and the shuffle buckets of
+    the candidate stage (default: 4 per worker thread, and at least one input partition per
+    32 MB of splittable input); ``retries``: extra attempts of a task that raised (a lost
+    worker's tasks are rescheduled by Dask anyway); ``threads``: this process's threads for the
+    plan's steps; ``worker_state``: keep the per-document state on the workers for plans that
+    allow it (``False`` brings it here, as other plans do: for comparison).
     """
 
     def __init__(
@@ -332,17 +343,15 @@ class DaskEngine(LocalEngine):
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
 
-    def _file_parts(self, source: FileSource) -> list[FilePart]:
-        """The partitions of a file source: about ``partitions`` of them (default: 4 per worker
-        thread, and at least one per 64 MB of splittable input); the byte ranges are located
-        on the workers (one small answer each)."""
-        threads = self._cluster_threads()
-        target = self.partitions or max(4 * threads, -(-source.input_bytes() // PARTITION_BYTES))
+    def _source_parts(self, source: PartitionedSource) -> list[Any]:
+        """The partitions of a source the workers read themselves: ``partitions`` of them, or
+        the source's choice (at least 4 per worker thread); what must be looked at in the data
+        to cut them (line bounds of byte ranges) is looked at on the workers."""
 
-        def locate(ranged: list[FilePart]) -> list[tuple[int, int, int]]:
-            return self.client.gather(self.client.map(locate_range, ranged, pure=False, retries=self.retries))
+        def run(fn, items: list) -> list:
+            return self.client.gather(self.client.map(fn, items, pure=False, retries=self.retries))
 
-        return source.parts(target, locate)
+        return source.partitions(self.partitions, 4 * self._cluster_threads(), run)
 
     def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
         """The plan with its per-document state left on the workers: the first scan makes one
@@ -392,13 +401,13 @@ class DaskEngine(LocalEngine):
         window = 2 * self._cluster_threads()
         admission = ExactPrepass() if prepass is not None else None
         if _reads_on_workers(job.source):
-            parts: Iterable[Any] = self._file_parts(job.source)
+            parts: Iterable[Any] = self._source_parts(job.source)
             self.input_partitions = len(parts)
-            options, stats = job.source.options, job.source.claim_stats()
+            stats = job.source.claim_stats()
         else:
-            parts, options, stats = job.source(), None, None
+            parts, stats = job.source(), None
         job.parts, job.part_docs = [], []
-        read_stats: list[ReadStats] = []
+        read_stats: list[Any] = []
         first: deque = deque()
         second: deque = deque()
         doc_start = sub_start = 0
@@ -412,9 +421,11 @@ class DaskEngine(LocalEngine):
                 read_stats.append(part_stats)
             job.ids.extend(ids)
             job.lengths.append(lengths)
-            job.parts.append(part if isinstance(part, FilePart) else None)
+            job.parts.append(None if isinstance(part, DocBatch) else part)
             job.part_docs.append(len(ids))
-            chosen = admission.admit(keys) if admission is not None else None
+            chosen = None
+            if admission is not None:  # a partition without documents has no keys to admit
+                chosen = admission.admit(keys) if ids else np.zeros(0, dtype=bool)
             self.scan_bytes["to workers"] += _nbytes(chosen)
             m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
             args = (stage, config, inputs, held, chosen, doc_start, sub_start)
@@ -443,7 +454,7 @@ class DaskEngine(LocalEngine):
 
         for part in parts:
             self.scan_bytes["to workers"] += _nbytes(part)
-            held = client.submit(_read_first, stage, config, prepass, options, part, pure=False, retries=retries)
+            held = client.submit(_read_first, stage, config, prepass, part, pure=False, retries=retries)
             first.append((part, held, client.submit(_summary, held, retries=retries)))
             if len(first) >= window:
                 admit_oldest()
@@ -458,7 +469,7 @@ class DaskEngine(LocalEngine):
         if admission is not None:
             job.groups = admission.groups()
         if stats is not None:
-            merge_stats(stats, job.parts, read_stats, job.source.sources)
+            job.source.add_read_stats(stats, job.parts, read_stats)
 
     def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress) -> None:
         """A later scan: each partition read again on a worker (file parts), or sent again (any
@@ -466,7 +477,6 @@ class DaskEngine(LocalEngine):
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
-        options = job.source.options if _reads_on_workers(job.source) else None
         if _reads_on_workers(job.source):
             parts: Iterable[Any] = job.parts
         else:
@@ -488,7 +498,7 @@ class DaskEngine(LocalEngine):
             chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
             self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
             future = client.submit(
-                _rescan, stage, config, shared, options, part, expected, chosen, sub_start, pure=False, retries=retries
+                _rescan, stage, config, shared, part, expected, chosen, sub_start, pure=False, retries=retries
             )
             pending.append((expected, future))
             doc_start += expected

@@ -57,7 +57,7 @@ def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int) -> list[d
     """
     keys = np.asarray(keys, dtype=np.uint64)
     n, tables = keys.shape[0], keys.shape[1]
-    keys = keys.reshape(n, tables, -1)
+    keys = keys.reshape(n, tables, keys.shape[2] if keys.ndim == 3 else 1)  # (-1 fails when n is 0)
     member = np.asarray(member, dtype=bool).reshape(n, tables)
     table_of, doc_of = np.nonzero(member.T)  # (table, document) order
     key = keys[doc_of, table_of]  # [m, w]
@@ -180,21 +180,24 @@ def entries_bytes(parts: list[dict[str, np.ndarray]]) -> int:
 
 def grouped_entries(*pieces: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One bucket's entries from every shard, keeping only the groups of two or more documents
-    (sorted by table, key, document), and ``docs``: the documents they name, sorted."""
+    (sorted by table, key, document; group ``g`` is ``doc[bounds[g]:bounds[g + 1]]``), and
+    ``docs``: the documents they name, sorted."""
     table = np.concatenate([p["table"] for p in pieces])
     key = np.concatenate([p["key"] for p in pieces])
     doc = np.concatenate([p["doc"] for p in pieces])
     m = len(doc)
+    bounds = np.zeros(1, dtype=np.int64)
     if m:
         order = np.lexsort((doc, *key.T[::-1], table))
         table, key, doc = table[order], key[order], doc[order]
         change = np.ones(m + 1, dtype=bool)
         change[1:-1] = (table[1:] != table[:-1]) | (key[1:] != key[:-1]).any(axis=1)
-        bounds = np.flatnonzero(change)
-        sizes = np.diff(bounds)
+        edges = np.flatnonzero(change)
+        sizes = np.diff(edges)
         keep = np.repeat(sizes >= 2, sizes)
         table, key, doc = table[keep], key[keep], doc[keep]
-    return {"table": table, "key": key, "doc": doc, "docs": np.unique(doc)}
+        bounds = np.concatenate([[0], np.cumsum(sizes[sizes >= 2])]).astype(np.int64)
+    return {"table": table, "key": key, "doc": doc, "bounds": bounds, "docs": np.unique(doc)}
 
 
 def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -217,17 +220,22 @@ def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return docs, rows
 
 
-def _verify_positions(config: Any, members: np.ndarray, verify, docs: np.ndarray, rows: dict[str, np.ndarray]):
-    """``verify`` of one group on the joined rows: positions in, document numbers out (docs are
-    sorted, so a < b holds for both)."""
-    a, b, s = verify(config, np.searchsorted(docs, members), rows)
-    return docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)], s
-
-
 def verify_with_rows(verify, config: Any, bucket: dict[str, np.ndarray], *taken):
-    """:func:`verify_bucket` of a bucket of grouped entries, on the rows its shards sent."""
+    """The verified pairs of a bucket of grouped entries (:func:`grouped_entries`), on the rows
+    its shards sent, all groups in one ``verify`` call: ``(a, b, similarity, groups)`` as
+    :func:`verify_bucket` gives them."""
+    doc, bounds = bucket["doc"], bucket["bounds"]
+    groups = len(bounds) - 1
+    empty = np.empty(0, dtype=np.int64)
+    if groups <= 0:
+        return empty, empty.copy(), np.empty(0, dtype=np.float64), 0
     docs, rows = _joined_rows(taken)
-    return verify_bucket(_verify_positions, config, bucket, [verify, docs, rows])
+    a, b, s = verify(config, np.searchsorted(docs, doc), bounds, rows)
+    a, b = docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)]
+    if np.any(a >= b):
+        raise RuntimeError("verify must return pairs with a < b")
+    a, b, s = unique_pairs(a, b, np.asarray(s, dtype=np.float64))
+    return a, b, s, groups
 
 
 def similarity_with_rows(similarity, config: Any, docs_q: np.ndarray, others_q: np.ndarray, *taken) -> np.ndarray:

@@ -41,6 +41,9 @@ from .streams import BLOCK, StreamDamage, damaged
 
 __all__ = ["FilePart", "FileSource", "ReadOptions", "line_bases", "locate_range", "merge_stats", "split_ranges"]
 
+PARTITION_BYTES = 32 << 20
+"""Default partition size: splittable input bytes per partition."""
+
 
 @dataclass(frozen=True)
 class ReadOptions:
@@ -80,6 +83,16 @@ class FilePart:
     begin: int = 0
     end: int | None = None
     first_line: int = 1
+    options: ReadOptions = ReadOptions()
+
+    def load(self) -> tuple[list[DocBatch], ReadStats]:
+        """The partition's documents as batches numbered from 0, and what reading them counted
+        (:class:`~neardup.core.documents.DocumentPart`)."""
+        stats = ReadStats(details=[])  # every skip's details: the driver keeps them when --skipped asks
+        return self.batches(self.options, stats), stats
+
+    def describe(self) -> str:
+        return self.path if self.end is None else f"{self.path} bytes [{self.begin}, {self.end})"
 
     def read(self, options: ReadOptions, stats: ReadStats) -> Iterator[tuple[list[str], list[str]]]:
         """The ``(ids, texts)`` chunks of the partition's valid records, in order; ``stats``
@@ -305,10 +318,21 @@ class FileSource:
         each byte range (the Dask engine runs it on its workers)."""
         parts = split_ranges(self.sources, target)
         ranged = [p for p in parts if p.end is not None]
-        if not ranged:
-            return parts
-        found = iter(locate(ranged))
-        return line_bases(parts, [next(found) if p.end is not None else (0, 0, 0) for p in parts])
+        if ranged:
+            found = iter(locate(ranged))
+            parts = line_bases(parts, [next(found) if p.end is not None else (0, 0, 0) for p in parts])
+        return [replace(p, options=self.options) for p in parts]
+
+    def partitions(self, count: int | None, minimum: int, run: Callable[[Callable, list], list]) -> list[FilePart]:
+        """:meth:`parts` for an engine (:class:`~neardup.core.documents.PartitionedSource`):
+        ``count`` of them, or by default at least ``minimum`` and one per
+        :data:`PARTITION_BYTES` of splittable input; the ranges are located by ``run``."""
+        target = count or max(minimum, -(-self.input_bytes() // PARTITION_BYTES))
+        return self.parts(target, lambda ranged: run(locate_range, ranged))
+
+    def add_read_stats(self, stats: ReadStats, parts: list[FilePart], found: list[ReadStats]) -> None:
+        """Add the counters of the partitions' reads (in order) to ``stats``."""
+        merge_stats(stats, parts, found, self.sources)
 
     @property
     def partitionable(self) -> bool:

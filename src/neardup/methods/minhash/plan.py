@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..._kernels.candidates import verify_groups
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel
 from ...core.documents import DocBatch
@@ -239,9 +240,12 @@ def shard_keys(config: MinHashConfig, rows: dict[str, np.ndarray]) -> tuple[np.n
     return keys, member
 
 
-def shard_verify(config: MinHashConfig, members: np.ndarray, rows: dict[str, np.ndarray]):
-    """The pairs of a group the signature verifier accepts (as ``verify_group``)."""
-    return verify_pairs(members, Verifier.signature(rows["values"], config.threshold))
+def shard_verify(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """The pairs of every group ``members[bounds[g]:bounds[g + 1]]`` that the signature verifier
+    accepts (as ``verify_group``, all groups in one kernel call)."""
+    verifier = Verifier.signature(rows["values"], config.threshold)
+    members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
+    return verify_groups(members, bounds, *verifier.args())
 
 
 def shard_similarity(config: MinHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
