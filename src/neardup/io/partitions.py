@@ -154,6 +154,7 @@ class _Limited:
 def _scan_range(part: FilePart, pol: Policy):
     if part.begin == 0:
         pol.stats.files += 1  # a file counts once, with its first range
+    pol.opening(part.path)
     try:
         raw = open_binary(part.path)
         raw.seek(part.begin)
@@ -268,6 +269,8 @@ def merge_stats(total: ReadStats, parts: Sequence[FilePart], stats: Sequence[Rea
         total.file_errors += s.file_errors
         if total.details is not None and s.details:
             total.details += s.details
+        for path, seen in s.snapshot.items():  # what the workers found, for the writers' change check
+            total.snapshot.setdefault(path, seen)
         per_source[part.source] = per_source.get(part.source, 0) + s.documents
     for i, (path, fmt) in enumerate(sources):
         if i in per_source:
