@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_durable_index import corpus  # the same texts with near-duplicates
 
 import neardup
 from neardup.index import durable, snapshot
@@ -28,21 +29,6 @@ CONFIGS = {
     "simhash": SimHashConfig(),
     "exact": ExactConfig(),
 }
-
-
-def corpus(n: int, seed: int = 0) -> list[str]:
-    """Texts with near-duplicates: every third text is an edited copy of an earlier one."""
-    rng = np.random.default_rng(seed)
-    vocab = [f"w{i}" for i in range(400)]
-    texts: list[str] = []
-    for i in range(n):
-        if i % 3 == 2 and texts:
-            words = texts[int(rng.integers(len(texts)))].split()
-            words[int(rng.integers(len(words)))] = vocab[int(rng.integers(len(vocab)))]
-            texts.append(" ".join(words))
-        else:
-            texts.append(" ".join(vocab[k] for k in rng.integers(0, len(vocab), 40)))
-    return texts
 
 
 def answers(index, queries):
