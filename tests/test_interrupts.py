@@ -146,3 +146,49 @@ def test_non_string_ids_keep_their_json_text(tmp_path):
     run("dedup", tmp_path / "in.parquet", "-o", tmp_path / "k2.jsonl", "--clusters", tmp_path / "c2.jsonl", "-q")
     ids = [json.loads(line)["id"] for line in (tmp_path / "c2.jsonl").read_text().splitlines()]
     assert ids == ["true", "false"]
+
+
+def test_sigterm_while_kernels_compile_ends_the_run_with_one_line(tmp_path):
+    """SIGTERM while numba compiles (a cold cache): the handler's exception raised inside numba's
+    callback into Python is swallowed by ctypes, so it is kept and raised at the next check; the
+    run ends with exit 143, one line and no traceback, before any output is written."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": f"words of document {i} " * 9}) + "\n" for i in range(50))
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cold-cache")}
+    out = tmp_path / "out" / "kept.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(out), "--workers", "1"],
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    first = proc.stderr.readline().decode()  # the compile notice: the first kernel is compiling now
+    assert "compiling kernels" in first, first
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stderr.read().decode()
+    assert proc.wait(timeout=600) == 143, rest
+    assert "terminated (SIGTERM)" in rest and "Traceback" not in rest and "Exception ignored" not in rest, rest
+    assert not out.exists()
+
+
+def test_an_interrupt_swallowed_by_a_native_callback_is_raised_at_the_next_check(capsys):
+    """A SIGTERM whose handler raises inside a callback from native code (as numba's compiler
+    calls back into Python) is swallowed by ctypes; it is kept and ends the block at the next
+    check: exit 143 and one line, not a printed traceback and a run that carries on."""
+    import ctypes
+
+    from neardup.cli.safety import interrupts
+
+    def deliver() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)  # the handler runs here, inside the callback
+
+    callback = ctypes.CFUNCTYPE(None)(deliver)
+    went_on = []
+    with pytest.raises(SystemExit) as exit_info, interrupts():
+        callback()
+        went_on.append(True)
+    assert exit_info.value.code == 143 and went_on == [True]
+    err = capsys.readouterr().err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err and "Exception ignored" not in err

@@ -449,7 +449,8 @@ NON_DEFAULT_CONFIGS = {
             min_df=5,
             blocks=6,
             exact_prepass=False,
-        )
+        ),
+        dict(verify="edit", edit_level="char", threshold=0.9),
     ],
     "spotsigs": [
         dict(
@@ -461,7 +462,8 @@ NON_DEFAULT_CONFIGS = {
             idf_band=(0.2, 0.85),
             key="chain",
             exact_prepass=False,
-        )
+        ),
+        dict(verify="edit", edit_level="char", candidate_threshold=0.3),
     ],
     "exact": [dict(raw=True)],
     "imatch": [dict(idf_band=(0.1, 0.9), lexicons=5, lexicon_fraction=0.5, min_terms=3, seed=MASK64)],

@@ -320,8 +320,8 @@ def dedup_cmd(
                 input_format=input_format,
                 want_pairs=pairs_path is not None,
                 record_skipped=skipped_path is not None,
-                on_batch=progress.advance,
-                on_stage=progress.stage,
+                on_batch=lambda n: (outcome.check(), progress.advance(n)),
+                on_stage=lambda name: (outcome.check(), progress.stage(name)),
                 read_stats=read_stats,
             )
             if result.n_documents == 0 and not allow_empty:
@@ -369,6 +369,7 @@ def dedup_cmd(
                     added_to_index=len(against.kept_ids) if update else None,
                 )
 
+            outcome.check()  # an interrupt swallowed while a kernel compiled: before any output is replaced
             write_all(result, keep_mask, outs, read, against, stats_body, outcome)
             if update:
                 t0 = time.perf_counter()

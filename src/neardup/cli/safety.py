@@ -164,13 +164,23 @@ def preflight_outputs(inputs: list[str], outputs: dict[str, str | None], sized: 
 
 class Outcome:
     """What an interrupted command says it leaves: set ``replaced`` once its outputs are replaced
-    (an interrupt after that, during an index update or the summary, leaves the new outputs)."""
+    (an interrupt after that, during an index update or the summary, leaves the new outputs).
+
+    ``check()`` raises an interrupt that arrived while Python could not take it: a signal handler
+    that raises inside a callback from native code (numba compiling a kernel calls back into
+    Python) has its exception swallowed, so it is kept here and raised at the next check.
+    """
 
     def __init__(self) -> None:
         self.replaced = False
+        self.pending: type[BaseException] | None = None
 
     def words(self) -> str:
         return "outputs replaced" if self.replaced else "outputs not replaced"
+
+    def check(self) -> None:
+        if self.pending is not None:
+            raise self.pending
 
 
 @contextlib.contextmanager
@@ -193,15 +203,24 @@ def interrupts() -> Iterator[Outcome]:
         state["signal"] = signum
         raise KeyboardInterrupt
 
+    def on_unraisable(unraisable) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, (Terminated, KeyboardInterrupt)):
+            outcome.pending = unraisable.exc_type  # swallowed by a native callback: raised at the next check
+            return
+        previous_hook(unraisable)
+
     in_main = _is_main_thread()
     previous = {}
+    previous_hook = sys.unraisablehook
     if in_main:
         previous = {
             signal.SIGTERM: signal.signal(signal.SIGTERM, on_term),
             signal.SIGINT: signal.signal(signal.SIGINT, on_int),
         }
+        sys.unraisablehook = on_unraisable
     try:
         yield outcome
+        outcome.check()
     except Terminated:
         _leave(f"terminated (SIGTERM); {outcome.words()}", EXIT_TERMINATED)
     except KeyboardInterrupt:
@@ -215,6 +234,8 @@ def interrupts() -> Iterator[Outcome]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if in_main:
+            sys.unraisablehook = previous_hook
 
 
 def _is_main_thread() -> bool:
