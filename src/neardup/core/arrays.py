@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["RowBuffer", "concat", "text_lengths"]
+__all__ = ["CsrParts", "RowBuffer", "concat", "text_lengths"]
 
 
 def concat(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
@@ -53,3 +53,34 @@ class RowBuffer:
         """The rows appended so far, as one array (the buffer must not be used afterwards)."""
         self._array.resize((self._n,) + self._array.shape[1:], refcheck=False)
         return self._array
+
+
+class CsrParts:
+    """Reduce: per-batch parts ``(docs, values, sizes)`` of variable-length rows (the rows of
+    documents ``docs``, ``sizes[i]`` values each, one after the other), joined in input order as
+    CSR: ``(docs, values, offsets)`` with the values of ``docs[i]`` at ``offsets[i]:offsets[i + 1]``.
+
+    >>> parts = CsrParts(np.uint64)
+    >>> parts.add((np.array([0]), np.array([7, 8], np.uint64), np.array([2])))
+    >>> parts.add((np.array([3]), np.array([9], np.uint64), np.array([1])))
+    >>> [a.tolist() for a in parts.joined()]
+    [[0, 3], [7, 8, 9], [0, 2, 3]]
+    """
+
+    def __init__(self, dtype) -> None:
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._dtype = dtype
+
+    def add(self, part) -> None:
+        self._parts.append(part)
+
+    def merge(self, other: CsrParts) -> None:
+        self._parts.extend(other._parts)
+
+    def joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sizes = [p[2] for p in self._parts]
+        offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
+        if sizes:
+            np.cumsum(np.concatenate(sizes), out=offsets[1:])
+        docs = concat([p[0] for p in self._parts], np.empty(0, np.int64))
+        return docs, concat([p[1] for p in self._parts], np.empty(0, self._dtype)), offsets

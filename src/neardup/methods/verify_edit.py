@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .._kernels.edit_bounds import bigram_rows, dense_codes_kernel, sort_rows, within_bounds
+from ..core.arrays import CsrParts
 from ..core.components import components
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
@@ -157,27 +158,15 @@ def edit_token_rows(config: Any, batch: DocBatch, wanted: np.ndarray):
     return batch.start + idx, ids, np.diff(off)
 
 
-class TokenRows:
+class TokenRows(CsrParts):
     """Reduce: the token ids of every wanted document, as CSR in input order (word tokens as
     :func:`dense_codes`, so the 64-bit hashes are not kept beside them)."""
 
     def __init__(self, config: Any) -> None:
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._dtype = np.uint64 if config.edit_level == "word" else np.uint32
-
-    def add(self, part) -> None:
-        self._parts.append(part)
-
-    def merge(self, other: TokenRows) -> None:
-        self._parts.extend(other._parts)
+        super().__init__(np.uint64 if config.edit_level == "word" else np.uint32)
 
     def result(self) -> dict[str, Any]:
-        sizes = [p[2] for p in self._parts]
-        offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
-        if sizes:
-            np.cumsum(np.concatenate(sizes), out=offsets[1:])
-        docs = np.concatenate([p[0] for p in self._parts]) if self._parts else np.empty(0, np.int64)
-        ids = np.concatenate([p[1] for p in self._parts]) if self._parts else np.empty(0, self._dtype)
+        docs, ids, offsets = self.joined()
         return {"token_docs": docs, "token_ids": dense_codes(ids), "token_offsets": offsets}
 
 

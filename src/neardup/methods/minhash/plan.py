@@ -25,6 +25,7 @@ import numpy as np
 from ..._kernels.candidates import verify_groups
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel
+from ...core.arrays import CsrParts
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_for_sketch, encode_texts, kind_code
@@ -151,30 +152,15 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
     return batch.start + idx, values, np.diff(off)
 
 
-class ShingleSets:
+class ShingleSets(CsrParts):
     """Reduce (exact verification): the shingle sets of every wanted document, as CSR."""
 
     def __init__(self, config: MinHashConfig) -> None:
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, part) -> None:
-        self._parts.append(part)
-
-    def merge(self, other: ShingleSets) -> None:
-        self._parts.extend(other._parts)
+        super().__init__(np.uint64)
 
     def result(self) -> dict[str, Any]:
-        docs = [p[0] for p in self._parts]
-        values = [p[1] for p in self._parts]
-        sizes = [p[2] for p in self._parts]
-        offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
-        if sizes:
-            np.cumsum(np.concatenate(sizes), out=offsets[1:])
-        return {
-            "set_docs": np.concatenate(docs) if docs else np.empty(0, dtype=np.int64),
-            "set_values": np.concatenate(values) if values else np.empty(0, dtype=np.uint64),
-            "set_offsets": offsets,
-        }
+        docs, values, offsets = self.joined()
+        return {"set_docs": docs, "set_values": values, "set_offsets": offsets}
 
 
 def exact_verifier(
