@@ -384,9 +384,13 @@ def dedup_cmd(
         print_summary(make_console(), result, config.name, time.perf_counter() - started, written, against, update)
     elif result.read_stats.skipped:
         rs = result.read_stats
-        reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
         where = f"listed in {skipped_path}" if skipped_path else "--skipped PATH lists them"
-        click.echo(f"neardup: warning: {rs.skipped:,} bad records skipped ({reasons}); {where}", err=True)
+        click.echo(f"neardup: warning: {rs.skipped:,} bad records skipped ({_by_reason(rs)}); {where}", err=True)
+
+
+def _by_reason(rs) -> str:
+    """``reason: count, ...`` of the records skipped."""
+    return ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
 
 
 def _echo_err(line: str) -> None:
@@ -397,9 +401,8 @@ def nothing_read(inputs, rs, input_format) -> str:
     """Why a run read no document: every record skipped, or no records in the inputs (and what
     was expected)."""
     if rs.skipped:
-        reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
         return (
-            f"every record was skipped ({rs.skipped:,} skipped: {reasons}); nothing written "
+            f"every record was skipped ({rs.skipped:,} skipped: {_by_reason(rs)}); nothing written "
             "(--skipped PATH lists them, --on-error fail stops at the first with its file and line)"
         )
     found = []
