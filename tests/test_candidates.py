@@ -334,8 +334,8 @@ def test_verifier_min_matches():
     assert Verifier.signature(np.zeros((1, 100), dtype=np.uint32), 0.9).min_matches == 90
 
 
-def test_next_band_sorted_on_a_thread_gives_the_same_result(monkeypatch):
-    """Large inputs sort band b+1 on a thread while band b is verified: same roots, pairs, stats."""
+def test_next_bands_sorted_on_the_workers_give_the_same_result(monkeypatch):
+    """Large inputs sort the next bands on the workers while band b is verified: same roots, pairs, stats."""
     import neardup.methods.minhash.candidates as cand
 
     k = 64
@@ -346,9 +346,11 @@ def test_next_band_sorted_on_a_thread_gives_the_same_result(monkeypatch):
     verifier = Verifier.signature(values, 0.8)
     plain = [find_clusters(keys, candidates, verifier, want_pairs=w) for w in (False, True)]
     monkeypatch.setattr(cand, "_PREFETCH_MIN", 0)
-    threaded = [find_clusters(keys, candidates, verifier, want_pairs=w) for w in (False, True)]
-    for a, b in zip(plain, threaded):
-        assert np.array_equal(a.root, b.root)
-        assert a.stats == b.stats
-    assert np.array_equal(plain[1].pairs_a, threaded[1].pairs_a)
-    assert np.array_equal(plain[1].pairs_b, threaded[1].pairs_b)
+    for workers in (2, 3):  # bands sorted ahead on the workers, two and three at once
+        threaded = [find_clusters(keys, candidates, verifier, want_pairs=w, threads=workers) for w in (False, True)]
+        for a, b in zip(plain, threaded):
+            assert np.array_equal(a.root, b.root)
+            assert a.stats == b.stats
+        assert np.array_equal(plain[1].pairs_a, threaded[1].pairs_a)
+        assert np.array_equal(plain[1].pairs_b, threaded[1].pairs_b)
+        assert np.array_equal(plain[1].pairs_similarity, threaded[1].pairs_similarity)

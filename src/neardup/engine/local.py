@@ -1,7 +1,8 @@
 """The local engine: a plan's stages on one pool of worker threads on this machine.
 
 Scans stream the input in batches through the pool (at most ``2 * workers`` batches in flight,
-so memory holds a few batches of text, never the input), and their parts are combined in input
+so memory holds a few batches of text, never the input; a file source also scans its JSON Lines
+blocks on the pool, so the calling thread only reads them), and their parts are combined in input
 order on the calling thread; steps and the candidate stage get the same pool. With one worker
 nothing runs on another thread. Results never depend on the number of workers: batches are
 processed independently and combined in input order, and clusters depend only on the verified
@@ -103,6 +104,13 @@ def _map(stage: Scan, config: Any, inputs: list[Any], batch: DocBatch):
     return batch, stage.map(config, batch, *inputs)
 
 
+def _read(source: DocumentSource, threads: Threads) -> Iterable[DocBatch]:
+    """The batches of ``source``, read on the job's threads when it can (a file source scans
+    JSON Lines blocks on the workers: :mod:`neardup.io.jsonl_threads`), else on this thread."""
+    read_with = getattr(source, "read_with", None)
+    return source() if read_with is None else read_with(threads)
+
+
 class _Counted:
     """The batches of a source, counting their documents as they pass."""
 
@@ -175,7 +183,7 @@ class LocalEngine:
                             counters["exact_duplicates"] = groups.n_duplicates
                         first = False
                     else:
-                        counted = _Counted(source())
+                        counted = _Counted(_read(source, threads))
                         batches = counted if groups is None else representatives(counted, groups.sketch)
                         for batch, part in self.stream(threads, partial(_map, stage, config, inputs), batches):
                             reducer.add(part)
@@ -220,7 +228,7 @@ class LocalEngine:
         threads: Threads,
     ):
         if admission is None:
-            yield from self.stream(threads, partial(_whole, stage, config, inputs), source())
+            yield from self.stream(threads, partial(_whole, stage, config, inputs), _read(source, threads))
             return
 
         def admitted(items):
@@ -233,5 +241,5 @@ class LocalEngine:
                     start += len(sub)
                 yield batch, lens, prepared, chosen, sub
 
-        prepared = self.stream(threads, partial(_prepared, stage, config, prepass), source())
+        prepared = self.stream(threads, partial(_prepared, stage, config, prepass), _read(source, threads))
         yield from self.stream(threads, partial(_finished, stage, config, inputs), admitted(prepared))

@@ -138,41 +138,53 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
 def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool = True) -> Iterator[Chunk]:
     """The records of an open JSONL stream, a block at a time, via the scanning kernel; ``base``:
     the lines of the file before the stream's first (a byte range of a file starts later)."""
+    keys = _field_keys(pol)
+    buffer = None  # the kernel's output buffer, reused block after block
+    for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
+        ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer)
+        base += block_lines(block)
+        if ids:
+            yield Chunk(ids, texts, None)
+
+
+def _field_keys(pol: Policy) -> tuple[bytes, bytes]:
+    """The UTF-8 names of the text and id fields, as the scanning kernel takes them."""
+    return pol.text_field.encode("utf-8", "surrogatepass"), (pol.id_field or "id").encode("utf-8", "surrogatepass")
+
+
+def block_lines(block) -> int:
+    """Lines of a non-empty block of :func:`~neardup.io.streams.raw_blocks`: its newlines, plus
+    one when it ends without a newline (a final newline ends the last line, it starts none)."""
+    return block.count(b"\n") + (block[-1] != 10)
+
+
+def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer):
+    """``(ids, texts, buffer)`` of the records of one block whose first line is line ``base + 1``
+    of ``path``: one kernel call, then ``orjson`` on the lines it declines; ``buffer``: the
+    kernel's output buffer to reuse (returned, possibly grown)."""
     from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK
     from .jsonl_scan import scan_block
 
-    text_key = pol.text_field.encode("utf-8", "surrogatepass")
-    id_key = (pol.id_field or "id").encode("utf-8", "surrogatepass")
-    buffer = None  # the kernel's output buffer, reused block after block
-    for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
-        if len(block) > _HUGE_BLOCK:  # a line of many MiB: orjson makes its text without a kernel buffer
-            ids, texts, lines = _scan_huge_block(block, path, pol, base)
-            base += lines
-            if ids:
-                yield Chunk(ids, texts, None)
-            continue
-        r = scan_block(block, text_key, id_key, buffer)
-        buffer = r.out
-        status = r.status
-        if pol.id_field is not None:  # a missing id is an error: orjson's path words it
-            status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
-        ok = np.flatnonzero(status == OK)
-        out, raw = memoryview(r.out), memoryview(block)
-        texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
-        kinds = r.id_kind[ok].tolist()
-        lines = (ok + (base + 1)).tolist()
-        ids = [
-            f"{path}:{line}"
-            if kind == ID_ABSENT_OR_NULL
-            else str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
-            for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())
-        ]
-        declined = np.flatnonzero(status == FALLBACK)
-        if len(declined):
-            ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
-        base += len(status)
-        if ids:
-            yield Chunk(ids, texts, None)
+    if len(block) > _HUGE_BLOCK:  # a line of many MiB: orjson makes its text without a kernel buffer
+        ids, texts, _ = _scan_huge_block(block, path, pol, base)
+        return ids, texts, buffer
+    r = scan_block(block, keys[0], keys[1], buffer)
+    status = r.status
+    if pol.id_field is not None:  # a missing id is an error: orjson's path words it
+        status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
+    ok = np.flatnonzero(status == OK)
+    out, raw = memoryview(r.out), memoryview(block)
+    texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
+    kinds = r.id_kind[ok].tolist()
+    lines = (ok + (base + 1)).tolist()
+    ids = [
+        f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
+        for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())
+    ]
+    declined = np.flatnonzero(status == FALLBACK)
+    if len(declined):
+        ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
+    return ids, texts, r.out
 
 
 _HUGE_BLOCK = 32 << 20

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.documents import DocBatch
+from ..core.parallel import Threads
 from ..text.html import html_to_text
 from .formats import compression
 from .jsonl import _scan_jsonl_blocks
@@ -305,10 +306,15 @@ class FileSource:
 
     def __call__(self) -> Iterator[DocBatch]:
         """Read the documents here (the first read counts into ``stats``)."""
+        return self.read_with(None)
+
+    def read_with(self, threads: Threads | None) -> Iterator[DocBatch]:
+        """:meth:`__call__`, JSON Lines scanned on ``threads`` (the engine's workers): the same
+        batches (:mod:`neardup.io.jsonl_threads`)."""
         stats = self.stats if self._fresh else None
         self._fresh = False
         policy = self.options.policy(stats, None if stats is not None else self.stats.snapshot)
-        return _batches(self.sources, policy, self.options.batch_size)
+        return _batches(self.sources, policy, self.options.batch_size, threads)
 
     def claim_stats(self) -> ReadStats | None:
         """The stats to fill by a first read done elsewhere (None after the first read)."""

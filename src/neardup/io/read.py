@@ -43,8 +43,9 @@ between two passes of a job raises :class:`~neardup.core.errors.InputChangedErro
 
 Speed: JSONL and CSV are read in binary, in blocks of whole lines (:mod:`neardup.io.streams`); each
 JSONL block is scanned by one kernel call (:mod:`neardup.io.jsonl_scan`) and only the lines it
-declines are parsed with ``orjson``. Parquet is read in Arrow record batches of only the needed
-columns. Reading holds the texts of a few batches at a time, never the whole input.
+declines are parsed with ``orjson``; a job's engine has the blocks scanned on its worker threads
+(:mod:`neardup.io.jsonl_threads`), the calling thread only reading them. Parquet is read in Arrow
+record batches of only the needed columns. Reading holds the texts of a few batches at a time, never the whole input.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..core.documents import DocBatch
+from ..core.parallel import Threads
 from ..text.html import html_to_text
 from .csv import scan_csv
 from .jsonl import scan_jsonl
+from .jsonl_threads import scan_jsonl_threaded
 from .parquet import scan_parquet
 from .paths import expand_inputs
 from .policy import Chunk, Policy, ReadStats, make_policy
@@ -126,20 +129,18 @@ def read_documents(
     return _batches(sources, pol, batch_size)
 
 
-def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> Iterator[DocBatch]:
+def _batches(
+    sources: list[tuple[str, str]], pol: Policy, batch_size: int, threads: Threads | None = None
+) -> Iterator[DocBatch]:
     start = 0
     ids: list[str] = []
     texts: list[str] = []
     for path, fmt in sources:
-        convert = pol.html and fmt != "txtdir"
         before = pol.stats.documents
-        for chunk in scan(path, fmt, pol, False, batch_size):
-            pol.stats.documents += len(chunk.ids)
-            ids += chunk.ids
-            if convert:
-                texts += [html_to_text(t, main_content=pol.main_content) for t in chunk.texts]
-            else:
-                texts += chunk.texts
+        for chunk_ids, chunk_texts in _records(path, fmt, pol, batch_size, threads):
+            pol.stats.documents += len(chunk_ids)
+            ids += chunk_ids
+            texts += chunk_texts
             while len(ids) >= batch_size:
                 yield DocBatch(start, ids[:batch_size], texts[:batch_size])
                 del ids[:batch_size], texts[:batch_size]
@@ -147,3 +148,21 @@ def _batches(sources: list[tuple[str, str]], pol: Policy, batch_size: int) -> It
         pol.stats.sources.append((path, fmt, pol.stats.documents - before))
     if ids:
         yield DocBatch(start, ids, texts)
+
+
+def _records(
+    path: str, fmt: str, pol: Policy, batch_size: int, threads: Threads | None
+) -> Iterator[tuple[list[str], list[str]]]:
+    """The ``(ids, texts)`` chunks of one source, texts converted from HTML when asked; JSONL
+    read with ``id_policy="field"`` is scanned on ``threads`` when given
+    (:mod:`neardup.io.jsonl_threads`)."""
+    convert = pol.html and fmt != "txtdir"
+    if threads is not None and fmt == "jsonl" and pol.id_policy == "field":
+        for chunk in scan_jsonl_threaded(path, pol, threads, convert):
+            yield chunk.ids, chunk.texts
+        return
+    for chunk in scan(path, fmt, pol, False, batch_size):
+        if convert:
+            yield chunk.ids, [html_to_text(t, main_content=pol.main_content) for t in chunk.texts]
+        else:
+            yield chunk.ids, chunk.texts

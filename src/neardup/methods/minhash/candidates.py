@@ -22,6 +22,7 @@ Two outputs, the same clusters:
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,23 +109,24 @@ def bucket_members(keys: np.ndarray, band: int, candidates: np.ndarray):
     return members, starts, ends
 
 
-_PREFETCH_MIN = 100_000  # candidates from which sorting the next band on a worker pays off
+_PREFETCH_MIN = 10_000  # candidates from which sorting bands ahead on the workers pays off
 
 
 def _bands(keys: np.ndarray, candidates: np.ndarray, threads: Threads):
-    """``bucket_members`` of every band in order; for large inputs and two or more workers the
-    next band is sorted on a worker (the sort releases the GIL) while the caller verifies the
-    current one."""
+    """``bucket_members`` of every band in order; with two or more workers the next ``workers``
+    bands are sorted on the workers (the sort releases the GIL), side by side, while the caller
+    verifies the current one."""
     nbands = keys.shape[1]
     if len(candidates) < _PREFETCH_MIN or nbands < 2 or threads.workers < 2:
         for band in range(nbands):
             yield bucket_members(keys, band, candidates)
         return
-    pending = threads.submit(bucket_members, keys, 0, candidates)
+    ahead = min(threads.workers, nbands)
+    pending = deque(threads.submit(bucket_members, keys, band, candidates) for band in range(ahead))
     for band in range(nbands):
-        current = pending.result()
-        if band + 1 < nbands:
-            pending = threads.submit(bucket_members, keys, band + 1, candidates)
+        current = pending.popleft().result()
+        if band + ahead < nbands:
+            pending.append(threads.submit(bucket_members, keys, band + ahead, candidates))
         yield current
 
 
