@@ -10,7 +10,8 @@ Inside the run the job is the CLI's own, with probes added from outside (no chan
 measured): ``time.thread_time`` around every task the job's :class:`~neardup.core.parallel.Threads`
 runs (by task: ``parse`` = a JSONL block scanned and decoded, ``prepare`` = normalized + exact
 keys, ``sketch``, and the candidate stage's tasks), around the GIL-releasing kernels inside
-them (JSONL scan, exact keys, MinHash signing), and the calling thread's CPU and the wall clock
+them (JSONL scan, exact keys, MinHash signing, the band sort and verification, the copy of kept
+lines), and the calling thread's CPU and the wall clock
 at each stage change (``read + sketch``, ``band``, ``verify + cluster``, writing).
 
 The CPU split predicts the two-worker time on an idle 2-core machine:
@@ -60,7 +61,9 @@ def _probe_run(argv: list[str]) -> dict:
     from neardup.cli.main import main
     from neardup.core import parallel
     from neardup.engine import local
+    from neardup.io import jsonl as io_jsonl
     from neardup.io import jsonl_scan
+    from neardup.methods.minhash import candidates as mh_cand
     from neardup.methods.minhash import plan as mh_plan
     from neardup.methods.minhash.sketch import MinHasher
 
@@ -104,6 +107,9 @@ def _probe_run(argv: list[str]) -> dict:
     parallel.Threads.map = lambda self, fn, items: orig_map(self, timed(fn, _task_label(fn)), items)
     parallel.Threads.stream = lambda self, fn, items: orig_stream(self, timed(fn, _task_label(fn)), items)
     jsonl_scan.scan = kernel(jsonl_scan.scan)
+    for name in ("connect_band", "pairs_band", "radix_sort_with"):
+        setattr(mh_cand, name, kernel(getattr(mh_cand, name)))
+    io_jsonl.copy_kept = kernel(io_jsonl.copy_kept)
     mh_plan.keys_from_encoded = kernel(mh_plan.keys_from_encoded)
     MinHasher.sign_encoded = kernel(MinHasher.sign_encoded)
 

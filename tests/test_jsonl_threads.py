@@ -167,3 +167,48 @@ def test_a_dedup_job_over_many_blocks_is_the_same_for_any_worker_count(tmp_path,
     assert results[0] == results[1] == results[2]
     assert results[0][3] == 399 and results[0][4] == {"malformed JSON": 1}
     assert np.unique(results[0][1]).size < 300  # the edited copies joined their originals
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write_bytes(self, data) -> None:
+        self.data += data
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("huge", [False, True])
+def test_kept_lines_copied_on_threads_are_the_same_bytes(tmp_path, monkeypatch, workers, huge):
+    """copy_kept_threaded against copy_kept_jsonl: blank and whitespace lines (not records),
+    CRLF, a last line without newline, lines longer than a block, and huge blocks."""
+    import numpy as np
+
+    from neardup.io.jsonl_threads import copy_kept_threaded
+
+    monkeypatch.setattr(nio, "BLOCK", 64)
+    if huge:
+        monkeypatch.setattr(jsonl, "_HUGE_BLOCK", 150)
+    rng = np.random.default_rng(3)
+    lines = []
+    for i in range(300):
+        lines.append(
+            [b"", b"  \t", b"\r"][i % 3] if i % 11 == 5 else orjson.dumps({"text": "x" * int(rng.integers(1, 200))})
+        )
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\r\n".join(lines[:100]) + b"\n" + b"\n".join(lines[100:]))
+    records = sum(1 for line in lines if line.strip())
+    keep = rng.random(records) < 0.6
+    for start, kept in ((0, keep), (5, np.concatenate([np.ones(5, bool), keep]))):
+        expected, got = _Sink(), _Sink()
+        pol = make_policy("text", None, "fail", None)
+        end = jsonl.copy_kept_jsonl(str(path), pol, kept, start, expected)
+        with Threads(workers) as threads:
+            assert copy_kept_threaded(str(path), pol, kept, start, got, threads) == end == start + records
+        assert bytes(got.data) == bytes(expected.data)
+    short = keep[:-7]  # fewer keep entries than records: counted, not copied, as without threads
+    expected, got = _Sink(), _Sink()
+    end = jsonl.copy_kept_jsonl(str(path), pol, short, 0, expected)
+    with Threads(workers) as threads:
+        assert copy_kept_threaded(str(path), pol, short, 0, got, threads) == end
+    assert bytes(got.data) == bytes(expected.data)

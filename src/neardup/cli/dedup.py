@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import click
 import numpy as np
 
-from ..api import dedup
+from ..api import dedup, default_workers
 from ..core.errors import NeardupError
 from ..incremental import match_against
 from ..index.durable import DurableIndex
@@ -289,7 +289,8 @@ def dedup_cmd(
     except NeardupError as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
-    read = ReadOptions(tuple(inputs), text_field, id_field, on_error, input_format, id_policy)
+    copy_workers = workers or default_workers()  # threads that copy kept JSONL lines, here whatever the engine
+    read = ReadOptions(tuple(inputs), text_field, id_field, on_error, input_format, id_policy, copy_workers)
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
     against = None

@@ -63,6 +63,8 @@ class ReadOptions:
     on_error: str
     input_format: str | None
     id_policy: str = "field"
+    workers: int = 1
+    """Threads that copy the kept JSON Lines (the job's own workers)."""
 
 
 def cluster_columns(result: DedupResult, against: AgainstResult | None) -> tuple[np.ndarray, np.ndarray]:
@@ -164,6 +166,7 @@ def _kept(result, keep, path, read: ReadOptions, annotate, outputs) -> None:
         outputs=outputs,
         id_policy=read.id_policy,
         snapshot=result.read_stats.snapshot,
+        workers=read.workers,
     )
 
 
@@ -185,6 +188,7 @@ def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, output
             outputs=outputs,
             id_policy=read.id_policy,
             snapshot=result.read_stats.snapshot,
+            workers=read.workers,
         )
         start += n
 

@@ -9,6 +9,9 @@ with the skips it counted in a :class:`~neardup.io.policy.ReadStats` of its own,
 pass's counters in that order: records, ids, errors, skip counts and ``--skipped`` details are
 those of :func:`neardup.io.jsonl.scan_jsonl`, whatever the number of workers (one worker scans
 each block on the calling thread as it is read).
+
+:func:`copy_kept_threaded` writes the kept lines of a JSONL file the same way: the workers find
+each block's lines and copy its kept ones, the calling thread reads and writes.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from dataclasses import replace
 from functools import partial
 from queue import Empty, SimpleQueue
 
+import numpy as np
+
+from .._kernels.lines import copy_kept
 from ..core.parallel import Threads
 from ..text.html import html_to_text
 from . import jsonl
@@ -27,7 +33,7 @@ from .jsonl import _field_keys, _parse_block, block_lines
 from .policy import Chunk, Policy, ReadStats
 from .streams import StreamDamage, damaged, open_input, raw_blocks
 
-__all__ = ["scan_jsonl_threaded"]
+__all__ = ["copy_kept_threaded", "scan_jsonl_threaded"]
 
 
 def scan_jsonl_threaded(path: str, pol: Policy, threads: Threads, convert: bool) -> Iterator[Chunk]:
@@ -100,3 +106,83 @@ def _finish(pol: Policy, future: Future) -> Chunk:
         if total.details is not None:
             total.details += stats.details
     return Chunk(ids, texts, None)
+
+
+def copy_kept_threaded(path: str, pol: Policy, keep: np.ndarray, start: int, sink, threads: Threads) -> int:
+    """:func:`~neardup.io.jsonl.copy_kept_jsonl` with the work on ``threads``: the same bytes.
+
+    A block's first record number is the count of non-blank lines before it, so each block goes
+    through two tasks: its newlines and record count, then (once the blocks before it are
+    counted, on the calling thread) the copy of its kept lines; the calling thread reads the
+    blocks and writes the copies in order. A block holding a line of many MiB waits for the
+    blocks before it and is written from views on the calling thread, as without threads.
+    """
+    stream = open_input(path, pol)
+    if stream is None:
+        return start
+    counting: deque[tuple[object, Future]] = deque()  # (block, future of (newlines, records))
+    copying: deque[Future] = deque()  # futures of (buffer, bytes to write)
+    buffers: SimpleQueue = SimpleQueue()
+    depth = 2 * threads.workers
+
+    def count_next() -> None:
+        nonlocal start
+        block, counted = counting.popleft()
+        newlines, records = counted.result()
+        copying.append(threads.submit(_copy_block, block, newlines, keep, start, buffers))
+        start += records
+
+    def write_next() -> None:
+        out, n = copying.popleft().result()
+        if n:
+            sink.write_bytes(memoryview(out)[:n])
+        buffers.put(out)
+
+    try:
+        with stream:
+            for block in raw_blocks(stream, path, pol):
+                huge = len(block) > jsonl._HUGE_BLOCK
+                while counting and (huge or len(counting) >= depth):
+                    count_next()
+                while copying and (huge or len(copying) >= depth or copying[0].done()):
+                    write_next()
+                if huge:
+                    start = jsonl._copy_kept_views(block, keep, start, sink)
+                else:
+                    counting.append((block, threads.submit(_count_block, block)))
+                del block
+            while counting:
+                count_next()
+            while copying:
+                write_next()
+    finally:
+        for _, future in counting:
+            future.cancel()
+        for future in copying:
+            future.cancel()
+    return start
+
+
+_NO_KEEP = np.zeros(0, dtype=np.bool_)
+_NO_OUT = np.zeros(1, dtype=np.uint8)
+
+
+def _count_block(block) -> tuple[np.ndarray, int]:
+    """On a worker: the newline offsets of a block and its records (non-blank lines)."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    _, records = copy_kept(data, newlines, _NO_KEEP, 0, _NO_OUT)  # keeps nothing: only counts
+    return newlines, records
+
+
+def _copy_block(block, newlines: np.ndarray, keep: np.ndarray, start: int, buffers: SimpleQueue):
+    """On a worker: ``(buffer, n)``, the kept lines of a block (records from ``start``) in ``buffer[:n]``."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    try:
+        out = buffers.get_nowait()
+    except Empty:
+        out = None
+    if out is None or len(out) <= len(block):
+        out = np.empty(len(block) + 1, dtype=np.uint8)
+    n, _ = copy_kept(data, newlines, keep, start, out)
+    return out, n

@@ -29,10 +29,12 @@ import orjson
 import zstandard
 
 from ..core.errors import InputChangedError, InputError, NeardupError, OutputError
+from ..core.parallel import Threads
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
 from .jsonl import copy_kept_jsonl
+from .jsonl_threads import copy_kept_threaded
 from .parquet import read_schema
 from .policy import Chunk, Policy, ReadStats, make_policy, unreadable_errors
 from .read import resolve_inputs, scan
@@ -676,6 +678,7 @@ def write_kept(
     outputs: OutputSet | None = None,
     id_policy: str = "field",
     snapshot: dict | None = None,
+    workers: int = 1,
 ) -> int:
     """Write the records of ``paths`` whose document number is marked in ``keep``; return how many.
 
@@ -707,6 +710,8 @@ def write_kept(
     field already is an :class:`~neardup.core.errors.InputError`. ``outputs``: write as one output
     of that :class:`~neardup.io.transaction.OutputSet` (it replaces the file on its commit).
     Errors of the output side are :class:`~neardup.core.errors.OutputError` naming ``out_path``.
+    ``workers``: threads that find and copy the kept lines of JSONL -> JSONL copies
+    (:func:`~neardup.io.jsonl_threads.copy_kept_threaded`); the bytes do not depend on it.
 
     >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
     """
@@ -728,7 +733,10 @@ def write_kept(
         try:
             for path, fmt in sources:
                 if all_valid and fmt == "jsonl" and out_fmt == "jsonl" and not values:
-                    end = copy_kept_jsonl(path, pol, keep, start, sink)
+                    if threads.workers > 1:
+                        end = copy_kept_threaded(path, pol, keep, start, sink, threads)
+                    else:
+                        end = copy_kept_jsonl(path, pol, keep, start, sink)
                     written += int(np.count_nonzero(keep[start:end]))
                     start = end
                     continue
@@ -747,7 +755,7 @@ def write_kept(
             sink.close()
         return written, start
 
-    with _atomic_output(out_path, outputs) as tmp:
+    with _atomic_output(out_path, outputs) as tmp, Threads(workers) as threads:
         sink = _open_sink(out_fmt, str(out_path), tmp, sources, keep, pol, added)
         written, start = copy(sink)
         if isinstance(sink, _CsvOnePassSink) and sink.grew:  # the columns are known now: write again
