@@ -20,7 +20,9 @@ The CPU split predicts the two-worker time on an idle 2-core machine:
   thread never overlapped the workers (the pessimistic bound);
 * ``pipelined``: per stage, the largest of the calling thread's CPU, the busiest worker's CPU and
   the CPU spent holding the GIL (task time outside the GIL-releasing kernels plus the calling
-  thread's), summed over stages (what overlapped streaming reaches).
+  thread's), summed over stages (what overlapped streaming reaches);
+* ``balanced``: the same with the workers' CPU shared evenly (on a loaded machine the pool hands
+  more tasks to the thread the OS runs more often; on an idle one they share the work).
 
 Measured wall times come with the 1-minute load average before each run; on a machine shared with
 other work the predicted figures, from CPU time, are the ones to compare. Prints markdown.
@@ -46,6 +48,8 @@ _LABELS = {
     "_finished": "sketch",
     "_whole": "sketch",
     "_map": "scan",
+    "_count_block": "write: count lines",
+    "_copy_block": "write: copy kept",
 }
 
 
@@ -110,6 +114,12 @@ def _probe_run(argv: list[str]) -> dict:
     for name in ("connect_band", "pairs_band", "radix_sort_with"):
         setattr(mh_cand, name, kernel(getattr(mh_cand, name)))
     io_jsonl.copy_kept = kernel(io_jsonl.copy_kept)
+    try:  # a version that copies kept lines on the workers
+        from neardup.io import jsonl_threads as io_threads
+
+        io_threads.copy_kept = kernel(io_threads.copy_kept)
+    except ImportError:
+        pass
     mh_plan.keys_from_encoded = kernel(mh_plan.keys_from_encoded)
     MinHasher.sign_encoded = kernel(MinHasher.sign_encoded)
 
@@ -178,6 +188,7 @@ def _summarize(stages: dict) -> dict:
         task_total = inline + sum(per_thread.values())
         gil = calling_own + task_total - sum(nogil.values())
         busiest = max(per_thread.values(), default=0.0)
+        balanced = sum(per_thread.values()) / max(len(per_thread), 1)
         rows[name] = {
             "wall": s["wall"],
             "calling_own": calling_own,
@@ -190,6 +201,7 @@ def _summarize(stages: dict) -> dict:
             "gil": gil,
             "serial_sum": calling_own + inline + busiest,
             "pipelined": max(calling_own + inline, busiest, gil),
+            "balanced": max(calling_own + inline, balanced, gil),
         }
     return rows
 
@@ -252,16 +264,18 @@ def _report(runs: dict[int, list]) -> None:
             print(f"| {w} | {name} | {wall:.2f} | {own:.2f} | {per} | {tasks} | {gil:.2f} |")
     print()
     print(
-        "| workers | measured job wall s (median) | loads | process CPU s | predicted: calling + max worker | predicted: pipelined |"
+        "| workers | measured job wall s (median) | loads | process CPU s "
+        "| predicted: calling + max worker | predicted: pipelined | predicted: balanced |"
     )
-    print("|---:|---:|---|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|")
     for w, ss in summaries.items():
         walls = [sum(r["wall"] for n, r in s.items() if n not in ("start", "end")) for s in ss]
         serial = _median([sum(r["serial_sum"] for n, r in s.items() if n not in ("start", "end")) for s in ss])
         piped = _median([sum(r["pipelined"] for n, r in s.items() if n not in ("start", "end")) for s in ss])
+        even = _median([sum(r["balanced"] for n, r in s.items() if n not in ("start", "end")) for s in ss])
         loads = ", ".join(f"{r['load']:.1f}" for r in runs[w])
         cpu = _median([r["cpu_total"] for r in runs[w]])
-        print(f"| {w} | {_median(walls):.2f} | {loads} | {cpu:.2f} | {serial:.2f} | {piped:.2f} |")
+        print(f"| {w} | {_median(walls):.2f} | {loads} | {cpu:.2f} | {serial:.2f} | {piped:.2f} | {even:.2f} |")
 
 
 if __name__ == "__main__":
