@@ -3,6 +3,7 @@
 and CPU time per thread, and the two-worker time that the CPU split predicts.
 
     python benchmarks/bench_workers.py CORPUS.jsonl [--workers 1,2] [--repeat 3] [--extra '...']
+                                       [--switch-interval S]
 
 Each run is ``neardup dedup CORPUS -o OUT.jsonl --workers W`` in its own subprocess (an untimed
 warm-up first fills numba's cache), the runs of the worker counts alternating (1, 2, 1, 2, ...).
@@ -212,10 +213,18 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--extra", default="", help="more `neardup dedup` options")
+    ap.add_argument(
+        "--switch-interval",
+        type=float,
+        help="sys.setswitchinterval in the runs (CPython's default 0.005 s: how long a thread back "
+        "from a GIL-releasing kernel may wait for one that holds the GIL)",
+    )
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
+        if args.switch_interval:
+            sys.setswitchinterval(args.switch_interval)
         argv = ["dedup", args.corpus, "-o", args.out, "--workers", str(args.one), *args.extra.split()]
         print(json.dumps(_probe_run(argv)), file=sys.__stdout__)
         return
@@ -227,6 +236,8 @@ def main() -> None:
         def one(w: int) -> dict:
             load = os.getloadavg()[0]
             cmd = [sys.executable, __file__, args.corpus, "--one", str(w), "--out", out, "--extra", args.extra]
+            if args.switch_interval:
+                cmd += ["--switch-interval", str(args.switch_interval)]
             t0 = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, check=True)
             wall = time.perf_counter() - t0
