@@ -354,3 +354,22 @@ def test_next_bands_sorted_on_the_workers_give_the_same_result(monkeypatch):
         assert np.array_equal(plain[1].pairs_a, threaded[1].pairs_a)
         assert np.array_equal(plain[1].pairs_b, threaded[1].pairs_b)
         assert np.array_equal(plain[1].pairs_similarity, threaded[1].pairs_similarity)
+
+
+def test_band_step_on_the_workers_gives_the_same_keys():
+    """The band step computes the keys in one part of rows per worker: the keys of band_keys."""
+    from neardup.core.parallel import Threads
+    from neardup.core.plan import StageContext
+    from neardup.methods.minhash.config import MinHashConfig
+    from neardup.methods.minhash.plan import band
+
+    config = MinHashConfig()
+    rng = np.random.default_rng(4)
+    values = rng.integers(0, 2**32, size=(20_011, config.num_perm), dtype=np.uint32)
+    counts = rng.integers(0, 3, size=20_011)
+    expected = band_keys(values, config.lsh.bands, config.lsh.rows)
+    for workers in (1, 2, 3):
+        with Threads(workers) as threads:
+            out = band(config, StageContext(threads, False, {}), values, counts)
+        assert np.array_equal(out["keys"], expected)
+        assert np.array_equal(out["candidates"], np.flatnonzero(counts > 0))

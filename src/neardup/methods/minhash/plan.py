@@ -120,10 +120,23 @@ def band(config: MinHashConfig, ctx: StageContext, values: np.ndarray, counts: n
     and the empty ones."""
     lsh = config.lsh
     return {
-        "keys": band_keys(values, lsh.bands, lsh.rows),
+        "keys": _band_keys_on(ctx.threads, values, lsh.bands, lsh.rows),
         "candidates": np.flatnonzero(counts > 0),
         "empty": counts == 0,
     }
+
+
+_BAND_ROWS_MIN = 20_000  # signatures from which the band keys are computed in parts on the workers
+
+
+def _band_keys_on(threads, values: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """:func:`band_keys` of ``values``, in one part of rows per worker (the kernel releases the
+    GIL), joined in order: the same keys."""
+    n = values.shape[0]
+    if threads.workers < 2 or n < _BAND_ROWS_MIN:
+        return band_keys(values, bands, rows)
+    step = -(-n // threads.workers)
+    return np.concatenate(threads.map(lambda a: band_keys(values[a : a + step], bands, rows), range(0, n, step)))
 
 
 def signature_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray) -> dict[str, Any]:
