@@ -71,6 +71,7 @@ from .store import (
     IndexWriteError,
     SQLiteStore,
     WriteConflict,
+    row_blobs,
 )
 
 __all__ = [
@@ -575,18 +576,14 @@ class DurableIndex:
 
     def _add_streaming(self, ids: list[str], texts: list[str], replace: bool) -> None:
         """``add`` with several workers: the texts are sketched in chunks on the worker threads
-        while this thread stores the rows of the chunks already sketched, in the same one
-        transaction (SQLite releases the GIL while it writes), so sketching and storing overlap."""
-        stream = _SketchStream(self._config.sketch_texts, texts, self._workers, self._row_format[1])
+        (started before anything else) while this thread stores the rows of the chunks already
+        sketched, in the same one transaction (SQLite releases the GIL while it writes), so
+        sketching and storing overlap. This thread's work per chunk is in bulk (the rows' bytes
+        by one numpy call, their checksums by ``map``), no Python code runs per row."""
         old = list(self._held(ids).values()) if replace else []
         with Threads(self._workers) as threads:
-            seqs = self._store.insert(
-                ids,
-                stream.sketches(threads),
-                stream.empty(),
-                texts if self._store_text else None,
-                replace=replace,
-            )
+            stream = _SketchStream(self._config.sketch_texts, texts, threads, self._row_format[1])
+            seqs = self._store.insert_chunks(ids, stream.chunks(), texts if self._store_text else None, replace=replace)
         values, empty = stream.result()
         if old:
             self._forget(old)
@@ -633,7 +630,7 @@ class DurableIndex:
             return
         values = np.ascontiguousarray(values, dtype=self._row_format[1])
         empty = np.asarray(empty, dtype=np.bool_)
-        blobs = [values[i].tobytes() for i in range(len(ids))]
+        blobs = row_blobs(values)
         old = list(self._held(ids).values()) if replace else []
         seqs = self._store.insert(
             ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace, expect_seq=expect_seq
@@ -686,32 +683,35 @@ class DurableIndex:
 
 
 class _SketchStream:
-    """The sketches of ``texts``, made in chunks on worker threads and handed out row by row as
-    two iterators that ``SQLiteStore.insert`` consumes in step (``zip(ids, sketches, empty)``:
-    each row's sketch is drawn before its empty flag, which the sketch leaves queued)."""
+    """The sketches of ``texts``, made in chunks on worker threads, handed out in order as
+    ``(row bytes, empty flags)`` per chunk (what ``SQLiteStore.insert_chunks`` consumes). The first
+    ``2 * workers`` chunks are submitted when the stream is made, so sketching starts at once;
+    then one more each time a chunk is taken (a long input is never read far ahead)."""
 
-    def __init__(self, sketch: Any, texts: list[str], workers: int, dtype: np.dtype) -> None:
-        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * workers)))
-        self._pieces = [texts[a : a + step] for a in range(0, len(texts), step)]
-        self._sketch, self._dtype = sketch, dtype
+    def __init__(self, sketch: Any, texts: list[str], threads: Threads, dtype: np.dtype) -> None:
+        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * threads.workers)))
+        self._pieces = collections.deque(texts[a : a + step] for a in range(0, len(texts), step))
+        self._sketch, self._dtype, self._threads = sketch, dtype, threads
         self._parts: list[tuple[np.ndarray, np.ndarray]] = []
-        self._flags: collections.deque[bool] = collections.deque()
+        self._pending: collections.deque = collections.deque()
+        for _ in range(2 * threads.workers):
+            self._submit()
 
-    def sketches(self, threads: Threads) -> Iterator[bytes]:
-        for part in threads.stream(self._sketch, self._pieces):
+    def _submit(self) -> None:
+        if self._pieces:
+            self._pending.append(self._threads.submit(self._sketch, self._pieces.popleft()))
+
+    def chunks(self) -> Iterator[tuple[list[bytes], list[bool]]]:
+        while self._pending:
+            part = self._pending.popleft().result()
+            self._submit()
             values = np.ascontiguousarray(part.values, dtype=self._dtype)
             empty = np.asarray(part.empty, dtype=np.bool_)
             self._parts.append((values, empty))
-            for i, flag in enumerate(empty.tolist()):
-                self._flags.append(flag)
-                yield values[i].tobytes()
-
-    def empty(self) -> Iterator[bool]:
-        while self._flags:
-            yield self._flags.popleft()
+            yield row_blobs(values), empty.tolist()
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every sketch and empty flag, once the rows were consumed."""
+        """Every sketch and empty flag, once the chunks were consumed."""
         return np.concatenate([v for v, _ in self._parts]), np.concatenate([e for _, e in self._parts])
 
 
