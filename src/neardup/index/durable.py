@@ -120,6 +120,7 @@ removed since the snapshot it opened (or, without one, when the index holds this
 below that, applying the rows after the snapshot at open costs less than rewriting it."""
 
 _SKETCH_CHUNK = 2048  # texts per sketching task when a query or add sketches on several threads
+_ONE_ASCII_MAX = 1 << 20  # a longer text goes through encode_for_sketch (which encodes a huge one in slices)
 _STREAM_CHUNK = 512  # at least this many texts per task of a streaming add (small: storing starts early)
 
 
@@ -405,8 +406,50 @@ class DurableIndex:
     # ------------------------------------------------------------------ queries
 
     def query(self, text: str, *, min_similarity: float | None = None, limit: int | None = None) -> Matches:
-        """The stored documents like ``text``: ``[(id, similarity), ...]``, best first."""
-        return self.query_batch([text], min_similarity=min_similarity, limit=limit)[0]
+        """The stored documents like ``text``: ``[(id, similarity), ...]``, best first.
+
+        For MinHash, one text goes the short way (the same answer as :meth:`query_batch`): its
+        signature from the hasher looked up once, then the in-memory index's one-row query
+        (a compiled entry point, no per-call type dispatch) and the ids of the few matches."""
+        one = self._sketch_one
+        if one is None or type(text) is not str:
+            return self.query_batch([text], min_similarity=min_similarity, limit=limit)[0]
+        row, empty = one(text)
+        with self._lock:
+            self._sync()
+            if empty:
+                return []  # a document without features is never a near-duplicate
+            found = self._memory.query(row, min_similarity=min_similarity, limit=limit)
+            names = self._names
+            return [(names[k], sim) for k, sim in found]
+
+    @functools.cached_property
+    def _sketch_one(self) -> Any:
+        """``text -> (signature row, empty)`` for a MinHash index (``None`` for other methods):
+        ``config.sketch_texts([text])``, with the hasher found once instead of per call (the
+        config builds its scheme, and the hasher's cache hashes it, every time), and an ASCII
+        text's bytes made by one ``str.encode`` (``encode_for_sketch`` makes the same bytes: the
+        kernels fold ASCII case themselves, NFKC leaves ASCII as it is) rather than its batch
+        bookkeeping."""
+        from ..methods.minhash.config import MinHashConfig
+        from ..methods.minhash.sketch import hasher_for
+        from .lsh import LSHIndex
+
+        if type(self._config) is not MinHashConfig or not isinstance(self._memory, LSHIndex):
+            return None
+        hasher = hasher_for(self._config.scheme)
+        sign, sign_encoded = hasher.sign_texts_with_counts, hasher.sign_encoded
+        starts = np.zeros(1, dtype=np.int64)
+
+        def one(text: str) -> tuple[np.ndarray, bool]:
+            if text.isascii() and len(text) <= _ONE_ASCII_MAX:
+                data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+                values, counts = sign_encoded(data, starts, np.array([len(text)], dtype=np.int64))
+            else:
+                values, counts = sign([text])
+            return values[0], counts[0] == 0
+
+        return one
 
     def query_batch(
         self, texts: Sequence[str], *, min_similarity: float | None = None, limit: int | None = None
