@@ -244,7 +244,9 @@ def test_disk_full_is_a_clear_error_and_loses_nothing_acknowledged(tmp_path):
     acknowledged = []
     with neardup.Index.create(path, MinHashConfig()) as index:
         pages = index._store._conn.execute("PRAGMA page_count").fetchone()[0]
-        index._store._conn.execute(f"PRAGMA max_page_count = {pages + 8}")  # a small disk
+        page_size = index._store._conn.execute("PRAGMA page_size").fetchone()[0]
+        extra = max(1, 32768 // page_size)  # a small disk: 32 KB more than the empty index
+        index._store._conn.execute(f"PRAGMA max_page_count = {pages + extra}")
         with pytest.raises(IndexWriteError, match="disk full"):
             for lo in range(0, 400, 10):
                 index.add([f"d{i}" for i in range(lo, lo + 10)], texts[lo : lo + 10])

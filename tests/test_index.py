@@ -275,11 +275,15 @@ def test_random_operation_sequences(kind):
 
 
 def test_workers_give_the_same_index(kind):
-    """A batch large enough for threads builds the same tables with 1 or 2 workers."""
-    data = kind.data(13, PARALLEL_ROWS + 100)
+    """Batches large enough for threads (sorts, then merges of runs) build the same tables with 1
+    or 2 workers."""
+    n = PARALLEL_ROWS + 100
+    data = kind.data(13, 2 * n + 7)
     one, two = kind.make(), kind.make(workers=2)
-    one.add(range(len(data)), data)
-    two.add(range(len(data)), data)
+    for lo, hi in ((0, n), (n, 2 * n), (2 * n, 2 * n + 7)):  # the second batch merges with the first
+        one.add(range(lo, hi), data[lo:hi])
+        two.add(range(lo, hi), data[lo:hi])
+    assert two._tables.bounds.shape[0] == 3  # two runs: the merged big one, the small one
     for name in ("keys", "ids", "dirs", "runs", "bounds"):
         np.testing.assert_array_equal(getattr(one._tables, name), getattr(two._tables, name))
     queries = kind.queries(data, 14)

@@ -71,6 +71,7 @@ from .store import (
     IndexWriteError,
     SQLiteStore,
     WriteConflict,
+    row_blobs,
 )
 
 __all__ = [
@@ -119,6 +120,7 @@ removed since the snapshot it opened (or, without one, when the index holds this
 below that, applying the rows after the snapshot at open costs less than rewriting it."""
 
 _SKETCH_CHUNK = 2048  # texts per sketching task when a query or add sketches on several threads
+_ONE_ASCII_MAX = 1 << 20  # a longer text goes through encode_for_sketch (which encodes a huge one in slices)
 _STREAM_CHUNK = 512  # at least this many texts per task of a streaming add (small: storing starts early)
 
 
@@ -404,8 +406,50 @@ class DurableIndex:
     # ------------------------------------------------------------------ queries
 
     def query(self, text: str, *, min_similarity: float | None = None, limit: int | None = None) -> Matches:
-        """The stored documents like ``text``: ``[(id, similarity), ...]``, best first."""
-        return self.query_batch([text], min_similarity=min_similarity, limit=limit)[0]
+        """The stored documents like ``text``: ``[(id, similarity), ...]``, best first.
+
+        For MinHash, one text goes the short way (the same answer as :meth:`query_batch`): its
+        signature from the hasher looked up once, then the in-memory index's one-row query
+        (a compiled entry point, no per-call type dispatch) and the ids of the few matches."""
+        one = self._sketch_one
+        if one is None or type(text) is not str:
+            return self.query_batch([text], min_similarity=min_similarity, limit=limit)[0]
+        row, empty = one(text)
+        with self._lock:
+            self._sync()
+            if empty:
+                return []  # a document without features is never a near-duplicate
+            found = self._memory.query(row, min_similarity=min_similarity, limit=limit)
+            names = self._names
+            return [(names[k], sim) for k, sim in found]
+
+    @functools.cached_property
+    def _sketch_one(self) -> Any:
+        """``text -> (signature row, empty)`` for a MinHash index (``None`` for other methods):
+        ``config.sketch_texts([text])``, with the hasher found once instead of per call (the
+        config builds its scheme, and the hasher's cache hashes it, every time), and an ASCII
+        text's bytes made by one ``str.encode`` (``encode_for_sketch`` makes the same bytes: the
+        kernels fold ASCII case themselves, NFKC leaves ASCII as it is) rather than its batch
+        bookkeeping."""
+        from ..methods.minhash.config import MinHashConfig
+        from ..methods.minhash.sketch import hasher_for
+        from .lsh import LSHIndex
+
+        if type(self._config) is not MinHashConfig or not isinstance(self._memory, LSHIndex):
+            return None
+        hasher = hasher_for(self._config.scheme)
+        sign, sign_encoded = hasher.sign_texts_with_counts, hasher.sign_encoded
+        starts = np.zeros(1, dtype=np.int64)
+
+        def one(text: str) -> tuple[np.ndarray, bool]:
+            if text.isascii() and len(text) <= _ONE_ASCII_MAX:
+                data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+                values, counts = sign_encoded(data, starts, np.array([len(text)], dtype=np.int64))
+            else:
+                values, counts = sign([text])
+            return values[0], counts[0] == 0
+
+        return one
 
     def query_batch(
         self, texts: Sequence[str], *, min_similarity: float | None = None, limit: int | None = None
@@ -575,18 +619,14 @@ class DurableIndex:
 
     def _add_streaming(self, ids: list[str], texts: list[str], replace: bool) -> None:
         """``add`` with several workers: the texts are sketched in chunks on the worker threads
-        while this thread stores the rows of the chunks already sketched, in the same one
-        transaction (SQLite releases the GIL while it writes), so sketching and storing overlap."""
-        stream = _SketchStream(self._config.sketch_texts, texts, self._workers, self._row_format[1])
+        (started before anything else) while this thread stores the rows of the chunks already
+        sketched, in the same one transaction (SQLite releases the GIL while it writes), so
+        sketching and storing overlap. This thread's work per chunk is in bulk (the rows' bytes
+        by one numpy call, their checksums by ``map``), no Python code runs per row."""
         old = list(self._held(ids).values()) if replace else []
         with Threads(self._workers) as threads:
-            seqs = self._store.insert(
-                ids,
-                stream.sketches(threads),
-                stream.empty(),
-                texts if self._store_text else None,
-                replace=replace,
-            )
+            stream = _SketchStream(self._config.sketch_texts, texts, threads, self._row_format[1])
+            seqs = self._store.insert_chunks(ids, stream.chunks(), texts if self._store_text else None, replace=replace)
         values, empty = stream.result()
         if old:
             self._forget(old)
@@ -633,7 +673,7 @@ class DurableIndex:
             return
         values = np.ascontiguousarray(values, dtype=self._row_format[1])
         empty = np.asarray(empty, dtype=np.bool_)
-        blobs = [values[i].tobytes() for i in range(len(ids))]
+        blobs = row_blobs(values)
         old = list(self._held(ids).values()) if replace else []
         seqs = self._store.insert(
             ids, blobs, empty.tolist(), texts if self._store_text else None, replace=replace, expect_seq=expect_seq
@@ -686,32 +726,35 @@ class DurableIndex:
 
 
 class _SketchStream:
-    """The sketches of ``texts``, made in chunks on worker threads and handed out row by row as
-    two iterators that ``SQLiteStore.insert`` consumes in step (``zip(ids, sketches, empty)``:
-    each row's sketch is drawn before its empty flag, which the sketch leaves queued)."""
+    """The sketches of ``texts``, made in chunks on worker threads, handed out in order as
+    ``(row bytes, empty flags)`` per chunk (what ``SQLiteStore.insert_chunks`` consumes). The first
+    ``2 * workers`` chunks are submitted when the stream is made, so sketching starts at once;
+    then one more each time a chunk is taken (a long input is never read far ahead)."""
 
-    def __init__(self, sketch: Any, texts: list[str], workers: int, dtype: np.dtype) -> None:
-        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * workers)))
-        self._pieces = [texts[a : a + step] for a in range(0, len(texts), step)]
-        self._sketch, self._dtype = sketch, dtype
+    def __init__(self, sketch: Any, texts: list[str], threads: Threads, dtype: np.dtype) -> None:
+        step = max(_STREAM_CHUNK, -(-len(texts) // (8 * threads.workers)))
+        self._pieces = collections.deque(texts[a : a + step] for a in range(0, len(texts), step))
+        self._sketch, self._dtype, self._threads = sketch, dtype, threads
         self._parts: list[tuple[np.ndarray, np.ndarray]] = []
-        self._flags: collections.deque[bool] = collections.deque()
+        self._pending: collections.deque = collections.deque()
+        for _ in range(2 * threads.workers):
+            self._submit()
 
-    def sketches(self, threads: Threads) -> Iterator[bytes]:
-        for part in threads.stream(self._sketch, self._pieces):
+    def _submit(self) -> None:
+        if self._pieces:
+            self._pending.append(self._threads.submit(self._sketch, self._pieces.popleft()))
+
+    def chunks(self) -> Iterator[tuple[list[bytes], list[bool]]]:
+        while self._pending:
+            part = self._pending.popleft().result()
+            self._submit()
             values = np.ascontiguousarray(part.values, dtype=self._dtype)
             empty = np.asarray(part.empty, dtype=np.bool_)
             self._parts.append((values, empty))
-            for i, flag in enumerate(empty.tolist()):
-                self._flags.append(flag)
-                yield values[i].tobytes()
-
-    def empty(self) -> Iterator[bool]:
-        while self._flags:
-            yield self._flags.popleft()
+            yield row_blobs(values), empty.tolist()
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every sketch and empty flag, once the rows were consumed."""
+        """Every sketch and empty flag, once the chunks were consumed."""
         return np.concatenate([v for v, _ in self._parts]), np.concatenate([e for _, e in self._parts])
 
 

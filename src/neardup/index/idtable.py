@@ -36,10 +36,11 @@ class IdTable:
         doc_id = self.recent.get(seq)
         if doc_id is not None:
             return doc_id
-        pos = int(np.searchsorted(self.seqs, seq))
-        if pos == self.seqs.shape[0] or self.seqs[pos] != seq:
+        seqs = self.seqs
+        pos = int(seqs.searchsorted(seq))  # the method: np.searchsorted's dispatch costs a microsecond
+        if pos == seqs.shape[0] or seqs[pos] != seq:
             raise KeyError(seq)
-        a, b = self.offsets[pos], self.offsets[pos + 1]
+        a, b = self.offsets[pos : pos + 2].tolist()
         return self.data[a:b].tobytes().decode("utf-8", "surrogatepass")
 
     def many(self, seqs: Iterable[int]) -> list[str]:

@@ -21,6 +21,7 @@ index loaded from a memory-mapped snapshot (:mod:`neardup.index.snapshot`) touch
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable, Iterable, Iterator
 from numbers import Integral
 
@@ -223,12 +224,19 @@ class RowKeys:
         b = self.base
         if not b:
             return False
-        ints = [
-            k for k in keys if isinstance(k, Integral) and not isinstance(k, bool) and _INT64_MIN <= k <= _INT64_MAX
-        ]
-        if not ints:
+        q = None
+        if set(map(type, keys)) <= {int}:  # the common case (sequence numbers): no test per key in Python
+            with contextlib.suppress(OverflowError):  # an int beyond int64: the test per key below
+                q = np.array(keys, dtype=np.int64)
+        if q is None:
+            ints = [
+                k for k in keys if isinstance(k, Integral) and not isinstance(k, bool) and _INT64_MIN <= k <= _INT64_MAX
+            ]
+            if not ints:
+                return False
+            q = np.array(ints, dtype=np.int64)
+        if not q.shape[0]:
             return False
-        q = np.array(ints, dtype=np.int64)
         v = self.values[:b]
         rows = np.minimum(np.searchsorted(v, q), b - 1)
         return bool((v[rows] == q)[self.alive[rows]].any())

@@ -35,8 +35,9 @@ from ..core.validation import ParameterError, check_int
 
 __all__ = ["PARALLEL_ROWS", "SortedRuns", "run_each"]
 
-PARALLEL_ROWS = 65536
-"""Batches at least this large are sorted and keyed on ``workers`` threads."""
+PARALLEL_ROWS = 8192
+"""Batches at least this large are sorted, merged and keyed on ``workers`` threads (the tables
+split among them; below this a task is too short to pay for the threads)."""
 
 
 def run_each(fn: Callable, items: Iterable, workers: int) -> None:
@@ -156,7 +157,13 @@ class SortedRuns:
 
     def _merge_last_two(self) -> None:
         lo, mid, hi = (int(x) for x in self.bounds[-3:])
-        merge_runs(self.keys, self.ids, lo, mid, hi)
+        workers = min(self._workers_for(hi - lo), self.tables)
+        step = -(-self.tables // workers)
+
+        def merge(a: int) -> None:  # tables a .. a + step - 1 (each merged on its own)
+            merge_runs(self.keys[a : a + step], self.ids[a : a + step], lo, mid, hi)
+
+        run_each(merge, range(0, self.tables, step), workers)
         self.bounds = np.delete(self.bounds, -2)
 
     def _index_last_run(self) -> None:
