@@ -11,6 +11,13 @@ transaction, so two concurrent requests with near-identical texts never both get
 index in Redis, several server processes share the index: each catches up with the others'
 writes before it answers, and check-and-add stays atomic across them. A store that cannot be
 reached (Redis down) is answered with 503 (the details go to the server's log).
+
+The two operations that carry the load, ``POST /v1/query`` and ``POST /v1/documents``, are
+answered by :class:`~neardup.service.hot.HotRoutes` before FastAPI's routing (FastAPI's layers
+cost several times the query itself); they share the request models, the token check, the
+limits, the error answers and the operations (:func:`run_query`, :func:`run_add`) with the
+FastAPI routes, which still describe them in the OpenAPI document and answer them when the app
+is made with ``hot=False``.
 """
 
 import hmac
@@ -120,8 +127,12 @@ class StoredDocument(BaseModel):
     text: str | None = None
 
 
+def too_large_detail(max_bytes: int) -> str:
+    return f"request body over {max_bytes} bytes (--max-body-bytes)"
+
+
 def too_large(max_bytes: int) -> JSONResponse:
-    return JSONResponse({"detail": f"request body over {max_bytes} bytes (--max-body-bytes)"}, status_code=413)
+    return JSONResponse({"detail": too_large_detail(max_bytes)}, status_code=413)
 
 
 class BodyLimit:
@@ -161,82 +172,123 @@ def _matches(found: list[tuple[str, float]]) -> list[dict[str, Any]]:
     return [{"id": m, "similarity": s} for m, s in found]
 
 
+def token_error(token: str | None, authorization: str) -> HTTPException | None:
+    """Why a request with this ``Authorization`` header may not write (None: it may)."""
+    if token is None:
+        return HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
+        return HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+    return None
+
+
+def validation_answer(errors: list[dict]) -> dict:
+    """The 422 body for pydantic's errors: each field as a dotted path and, for a limit the server
+    sets, the flag that sets it."""
+    out = []
+    for e in errors:
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+        message = e.get("msg", "")
+        flag = FLAGS.get(loc[-1]) if loc and e.get("type", "").endswith(("too_long", "less_than_equal")) else None
+        if flag:
+            message += f" ({flag})"
+        out.append({"field": ".".join(loc) or "body", "message": message})
+    first = out[0] if out else {"field": "body", "message": "invalid"}
+    return {"detail": f"{first['field']}: {first['message']}", "errors": out}
+
+
+def error_answer(exc: Exception, method: str, path: str) -> tuple[int, dict, dict[str, str]]:
+    """Status, body and headers answering an exception raised while serving ``method path``
+    (logged unless it is the client's fault; never a stack trace to the client)."""
+    if isinstance(exc, HTTPException):
+        return exc.status_code, {"detail": exc.detail}, dict(exc.headers or {})
+    if isinstance(exc, IndexUnavailableError):
+        log.error("answering %s %s: %s", method, path, exc)
+        return 503, {"detail": "the index's store is unavailable; try again later"}, {}
+    if isinstance(exc, IndexLockedError):
+        log.warning("answering %s %s: %s", method, path, exc)
+        return 503, {"detail": "the index is busy with other writers; try again"}, {}
+    log.error("error answering %s %s", method, path, exc_info=exc)
+    return 500, {"detail": "internal error"}, {}
+
+
+def _answer(exc: Exception, request: Request) -> JSONResponse:
+    status, body, headers = error_answer(exc, request.method, request.url.path)
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+def run_query(index: DurableIndex, body: Any) -> dict:
+    """The answer to a valid query request (``QueryRequest``)."""
+    docs = body.documents
+    found = index.query_batch([d.text for d in docs], min_similarity=body.min_similarity, limit=body.limit)
+    return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(docs, found)]}
+
+
+def run_add(index: DurableIndex, body: Any) -> dict:
+    """The answer to a valid add request (``AddRequest``); raises HTTPException 409 for a repeated
+    or already stored id."""
+    ids = [d.id for d in body.documents]
+    texts = [d.text for d in body.documents]
+    if len(set(ids)) != len(ids):
+        raise HTTPException(409, "documents: ids must be unique within a request")
+    try:
+        if body.if_unique:
+            r = index.add_if_unique(ids, texts, min_similarity=body.min_similarity)
+            return {"added": r.added, "duplicates": [{"id": i, "matches": _matches(m)} for i, m in r.duplicates]}
+        index.add(ids, texts)
+    except KeyError as exc:
+        raise HTTPException(409, str(exc.args[0]) if exc.args else "id exists") from None
+    return {"added": ids, "duplicates": []}
+
+
 def create_app(
-    index: DurableIndex, *, token: str | None, limits: Limits = Limits(), auth_reads: bool = False
+    index: DurableIndex,
+    *,
+    token: str | None,
+    limits: Limits = Limits(),
+    auth_reads: bool = False,
+    hot: bool = True,
 ) -> FastAPI:
-    """The API over ``index``. ``token``: the bearer token writes need (None: writes refused)."""
+    """The API over ``index``. ``token``: the bearer token writes need (None: writes refused).
+    ``hot``: answer the query and add requests on the fast path (:mod:`neardup.service.hot`)."""
+    from .hot import HotRoutes, ServiceApp
+
     QueryRequest, AddRequest = request_models(limits)
-    app = FastAPI(
+    app = ServiceApp(
         title="neardup",
         version=__version__,
         description="Near-duplicate lookup over a durable index: have we seen something like this before?",
     )
+    if hot:
+        app.hot = HotRoutes(index, token=token, limits=limits, auth_reads=auth_reads, models=(QueryRequest, AddRequest))
 
-    def check_token(request: Request) -> None:
-        if token is None:
-            raise HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
-            raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+    async def check_token(request: Request) -> None:  # async: no thread hop for a comparison
+        error = token_error(token, request.headers.get("authorization", ""))
+        if error is not None:
+            raise error
 
-    def check_read(request: Request) -> None:
+    async def check_read(request: Request) -> None:
         if auth_reads:
-            check_token(request)
+            await check_token(request)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        errors = []
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ()) if p != "body"]
-            message = e.get("msg", "")
-            flag = FLAGS.get(loc[-1]) if loc and e.get("type", "").endswith(("too_long", "less_than_equal")) else None
-            if flag:
-                message += f" ({flag})"
-            errors.append({"field": ".".join(loc) or "body", "message": message})
-        first = errors[0] if errors else {"field": "body", "message": "invalid"}
-        return JSONResponse({"detail": f"{first['field']}: {first['message']}", "errors": errors}, status_code=422)
+        return JSONResponse(validation_answer(list(exc.errors())), status_code=422)
 
-    @app.exception_handler(IndexUnavailableError)
-    async def unavailable(request: Request, exc: IndexUnavailableError):
-        log.error("answering %s %s: %s", request.method, request.url.path, exc)
-        return JSONResponse({"detail": "the index's store is unavailable; try again later"}, status_code=503)
-
-    @app.exception_handler(IndexLockedError)
-    async def busy(request: Request, exc: IndexLockedError):
-        log.warning("answering %s %s: %s", request.method, request.url.path, exc)
-        return JSONResponse({"detail": "the index is busy with other writers; try again"}, status_code=503)
-
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception):
-        log.exception("error answering %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error"}, status_code=500)
+    for kind in (IndexUnavailableError, IndexLockedError, Exception):
+        app.add_exception_handler(kind, _answer)
 
     @app.post("/v1/query", response_model=QueryResponse, responses=ERRORS, dependencies=[Depends(check_read)])
     async def query(body: QueryRequest) -> dict:  # async: the query takes microseconds, a thread hop more
         """The stored documents like each given text, best first, in request order."""
-        found = index.query_batch(
-            [d.text for d in body.documents], min_similarity=body.min_similarity, limit=body.limit
-        )
-        return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(body.documents, found)]}
+        return run_query(index, body)
 
     @app.post("/v1/documents", response_model=AddResponse, responses=ERRORS, dependencies=[Depends(check_token)])
     def add(body: AddRequest) -> dict:
         """Add documents (all, or with ``if_unique`` only those without a near-duplicate; atomic)."""
-        ids = [d.id for d in body.documents]
-        texts = [d.text for d in body.documents]
-        if len(set(ids)) != len(ids):
-            raise HTTPException(409, "documents: ids must be unique within a request")
-        try:
-            if body.if_unique:
-                r = index.add_if_unique(ids, texts, min_similarity=body.min_similarity)
-                return {"added": r.added, "duplicates": [{"id": i, "matches": _matches(m)} for i, m in r.duplicates]}
-            index.add(ids, texts)
-        except KeyError as exc:
-            raise HTTPException(409, str(exc.args[0]) if exc.args else "id exists") from None
-        return {"added": ids, "duplicates": []}
+        return run_add(index, body)
 
     @app.get(
         "/v1/documents/{doc_id}", response_model=StoredDocument, responses=ERRORS, dependencies=[Depends(check_read)]
