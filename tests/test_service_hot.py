@@ -130,7 +130,8 @@ def test_the_fast_path_checks_the_token_before_reading_the_document_and_without_
         (IndexUnavailableError("redis down"), 503, "the index's store is unavailable; try again later"),
     ],
 )
-def test_the_fast_path_answers_errors_without_a_trace(tmp_path, caplog, error, status, detail):
+@pytest.mark.parametrize("hot", [True, False])
+def test_errors_are_answered_without_a_trace(tmp_path, caplog, error, status, detail, hot):
     with neardup.Index.create(tmp_path / "i.ndx", MinHashConfig()) as index:
 
         def fail(*args, **kwargs):
@@ -138,7 +139,7 @@ def test_the_fast_path_answers_errors_without_a_trace(tmp_path, caplog, error, s
 
         index.query_batch = fail
         index.add = fail
-        with TestClient(create_app(index, token=TOKEN)) as client:
+        with TestClient(create_app(index, token=TOKEN, hot=hot), raise_server_exceptions=False) as client:
             for path, doc in (("/v1/query", {"text": "t"}), ("/v1/documents", {"id": "a", "text": "t"})):
                 r = client.post(path, json={"documents": [doc]}, headers=AUTH)
                 assert r.status_code == status and r.json() == {"detail": detail}

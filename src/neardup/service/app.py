@@ -212,7 +212,7 @@ def error_answer(exc: Exception, method: str, path: str) -> tuple[int, dict, dic
     return 500, {"detail": "internal error"}, {}
 
 
-def _answer(exc: Exception, request: Request) -> JSONResponse:
+async def _answer(request: Request, exc: Exception) -> JSONResponse:
     status, body, headers = error_answer(exc, request.method, request.url.path)
     return JSONResponse(body, status_code=status, headers=headers or None)
 
