@@ -15,16 +15,12 @@ reached (Redis down) is answered with 503 (the details go to the server's log).
 The two operations that carry the load, ``POST /v1/query`` and ``POST /v1/documents``, are
 answered by :class:`~neardup.service.hot.HotRoutes` before FastAPI's routing (FastAPI's layers
 cost several times the query itself); they share the request models, the token check, the
-limits, the error answers and the operations (:func:`run_query`, :func:`run_add`) with the
+limits, the error answers and the operations (:mod:`neardup.service.operations`) with the
 FastAPI routes, which still describe them in the OpenAPI document and answer them when the app
 is made with ``hot=False``.
 """
 
-import hmac
-import logging
 import os
-from dataclasses import dataclass
-from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -33,20 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from .. import __version__
 from ..index.durable import DurableIndex, IndexLockedError, IndexUnavailableError
+from .hot import HotRoutes, ServiceApp
+from .operations import (
+    Limits,
+    error_answer,
+    run_add,
+    run_query,
+    token_error,
+    too_large_detail,
+    validation_answer,
+)
 
 __all__ = ["Limits", "create_app"]
-
-log = logging.getLogger("neardup.service")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one request (each answered with a message naming it)."""
-
-    max_body_bytes: int = 16 * 2**20
-    max_batch: int = 1000
-    max_text_chars: int = 1_000_000
-    max_limit: int = 1000
 
 
 class Match(BaseModel):
@@ -118,17 +112,10 @@ def request_models(limits: Limits):
     return QueryRequest, AddRequest
 
 
-FLAGS = {"documents": "--max-batch", "text": "--max-text-chars", "limit": "the largest limit"}
-
-
 class StoredDocument(BaseModel):
     id: str
     empty: bool
     text: str | None = None
-
-
-def too_large_detail(max_bytes: int) -> str:
-    return f"request body over {max_bytes} bytes (--max-body-bytes)"
 
 
 def too_large(max_bytes: int) -> JSONResponse:
@@ -168,91 +155,24 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-def _matches(found: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    return [{"id": m, "similarity": s} for m, s in found]
-
-
-def token_error(token: str | None, authorization: str) -> HTTPException | None:
-    """Why a request with this ``Authorization`` header may not write (None: it may)."""
-    if token is None:
-        return HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
-    scheme, _, value = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
-        return HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
-    return None
-
-
-def validation_answer(errors: list[dict]) -> dict:
-    """The 422 body for pydantic's errors: each field as a dotted path and, for a limit the server
-    sets, the flag that sets it."""
-    out = []
-    for e in errors:
-        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
-        message = e.get("msg", "")
-        flag = FLAGS.get(loc[-1]) if loc and e.get("type", "").endswith(("too_long", "less_than_equal")) else None
-        if flag:
-            message += f" ({flag})"
-        out.append({"field": ".".join(loc) or "body", "message": message})
-    first = out[0] if out else {"field": "body", "message": "invalid"}
-    return {"detail": f"{first['field']}: {first['message']}", "errors": out}
-
-
-def error_answer(exc: Exception, method: str, path: str) -> tuple[int, dict, dict[str, str]]:
-    """Status, body and headers answering an exception raised while serving ``method path``
-    (logged unless it is the client's fault; never a stack trace to the client)."""
-    if isinstance(exc, HTTPException):
-        return exc.status_code, {"detail": exc.detail}, dict(exc.headers or {})
-    if isinstance(exc, IndexUnavailableError):
-        log.error("answering %s %s: %s", method, path, exc)
-        return 503, {"detail": "the index's store is unavailable; try again later"}, {}
-    if isinstance(exc, IndexLockedError):
-        log.warning("answering %s %s: %s", method, path, exc)
-        return 503, {"detail": "the index is busy with other writers; try again"}, {}
-    log.error("error answering %s %s", method, path, exc_info=exc)
-    return 500, {"detail": "internal error"}, {}
-
-
 async def _answer(request: Request, exc: Exception) -> JSONResponse:
     status, body, headers = error_answer(exc, request.method, request.url.path)
     return JSONResponse(body, status_code=status, headers=headers or None)
 
 
-def run_query(index: DurableIndex, body: Any) -> dict:
-    """The answer to a valid query request (``QueryRequest``)."""
-    docs = body.documents
-    found = index.query_batch([d.text for d in docs], min_similarity=body.min_similarity, limit=body.limit)
-    return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(docs, found)]}
-
-
-def run_add(index: DurableIndex, body: Any) -> dict:
-    """The answer to a valid add request (``AddRequest``); raises HTTPException 409 for a repeated
-    or already stored id."""
-    ids = [d.id for d in body.documents]
-    texts = [d.text for d in body.documents]
-    if len(set(ids)) != len(ids):
-        raise HTTPException(409, "documents: ids must be unique within a request")
-    try:
-        if body.if_unique:
-            r = index.add_if_unique(ids, texts, min_similarity=body.min_similarity)
-            return {"added": r.added, "duplicates": [{"id": i, "matches": _matches(m)} for i, m in r.duplicates]}
-        index.add(ids, texts)
-    except KeyError as exc:
-        raise HTTPException(409, str(exc.args[0]) if exc.args else "id exists") from None
-    return {"added": ids, "duplicates": []}
+DEFAULT_LIMITS = Limits()
 
 
 def create_app(
     index: DurableIndex,
     *,
     token: str | None,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
     auth_reads: bool = False,
     hot: bool = True,
 ) -> FastAPI:
     """The API over ``index``. ``token``: the bearer token writes need (None: writes refused).
     ``hot``: answer the query and add requests on the fast path (:mod:`neardup.service.hot`)."""
-    from .hot import HotRoutes, ServiceApp
-
     QueryRequest, AddRequest = request_models(limits)
     app = ServiceApp(
         title="neardup",

@@ -3,13 +3,13 @@
 FastAPI's layers (routing, dependency solving, the body parsed by the standard library and then
 validated as a dict, the answer validated against its response model and encoded) cost about
 three times the query of one document: about 0.45 ms of server CPU per single-document query
-against 0.15 ms on this path (docs/service.md). This path makes the same checks in the same
+against 0.16 ms on this path (docs/service.md). This path makes the same checks in the same
 spirit, sharing the app's code for each: the body's size (413, by Content-Length or as it is
-read), the token (401/403, :func:`~neardup.service.app.token_error`), the body parsed and validated
+read), the token (401/403, :func:`~neardup.service.operations.token_error`), the body parsed and validated
 in one step by pydantic from the bytes with the app's request models (422 with the same messages,
-:func:`~neardup.service.app.validation_answer`), the operation (:func:`~neardup.service.app.run_query`,
-:func:`~neardup.service.app.run_add`), and any exception answered as the app answers it
-(:func:`~neardup.service.app.error_answer`: no stack trace reaches a client). The answer is
+:func:`~neardup.service.operations.validation_answer`), the operation (:func:`~neardup.service.operations.run_query`,
+:func:`~neardup.service.operations.run_add`), and any exception answered as the app answers it
+(:func:`~neardup.service.operations.error_answer`: no stack trace reaches a client). The answer is
 encoded with orjson.
 
 Where it differs from the FastAPI routes: the token is checked before the body is parsed (FastAPI
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ..index.durable import DurableIndex
-from .app import Limits, error_answer, run_add, run_query, token_error, too_large_detail, validation_answer
+from .operations import Limits, error_answer, run_add, run_query, token_error, too_large_detail, validation_answer
 
 __all__ = ["HotRoutes", "ServiceApp"]
 
