@@ -136,20 +136,35 @@ def http_post(path: str, body: dict, auth: bool) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
-async def _load(port: int, requests: list[bytes], clients: int, seconds: float) -> tuple[list[float], float]:
+async def _load(port: int, requests: list[bytes], clients: int, seconds: float, on_start) -> tuple[list[float], float]:
     """Send each of ``requests`` once over ``clients`` keep-alive connections, each client waiting
     for its answer before the next (closed loop), until all are sent or ``seconds`` passed.
-    Every answer must be 200. The latencies (s) and the wall time."""
+    Every answer must be 200. ``on_start()`` is called when every client is connected, just
+    before the clock starts. The latencies (s) and the wall time."""
     latencies: list[float] = []
     todo = iter(requests)
-    deadline = time.monotonic() + seconds
+    connected, go = [0], asyncio.Event()
+    clock = {"start": 0.0, "deadline": 0.0}
 
     async def client() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            # one untimed round trip, so that the server has accepted every connection before
+            # the clock starts (else the first requests of 200 new connections wait in its
+            # accept queue, and their latency is the connection's setup)
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            at = head.lower().index(b"content-length:") + 15
+            await reader.readexactly(int(head[at : head.index(b"\r\n", at)]))
+            connected[0] += 1
+            if connected[0] == clients:
+                on_start()
+                clock.update(start=time.perf_counter(), deadline=time.monotonic() + seconds)
+                go.set()
+            await go.wait()
             for request in todo:
-                if time.monotonic() > deadline:
+                if time.monotonic() > clock["deadline"]:
                     return
                 t = time.perf_counter()
                 writer.write(request)
@@ -162,9 +177,8 @@ async def _load(port: int, requests: list[bytes], clients: int, seconds: float) 
         finally:
             writer.close()
 
-    t0 = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies, time.perf_counter() - t0
+    return latencies, time.perf_counter() - clock["start"]
 
 
 def server_cpu(pids: list[int]) -> float:
@@ -190,9 +204,13 @@ def measure(port: int, pids: list[int], requests: list[bytes], clients: int, sec
         run = uvloop.run
     except ImportError:
         run = asyncio.run
-    cpu0, client0 = server_cpu(pids), time.process_time()
-    latencies, wall = run(_load(port, requests, clients, seconds))
-    server, client = server_cpu(pids) - cpu0, time.process_time() - client0
+    at_start = {}
+
+    def start() -> None:
+        at_start.update(server=server_cpu(pids), client=time.process_time())
+
+    latencies, wall = run(_load(port, requests, clients, seconds, start))
+    server, client = server_cpu(pids) - at_start["server"], time.process_time() - at_start["client"]
     a = np.asarray(latencies) * 1e3
     n = len(a)
     return {
