@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._kernels.sorting import radix_argsort_rows, radix_sort_bits, radix_sort_with
+from neardup._kernels.sorting import SMALL_SORT, radix_argsort_rows, radix_sort_bits, radix_sort_with
 from neardup.index.hamming import HammingIndex
 from neardup.methods.simhash.search import (
     MAX_TABLES,
@@ -294,3 +294,14 @@ def test_radix_sorts(values, shift, nbits):
     assert np.array_equal(payload, np.argsort(a, kind="stable"))
     rows = np.stack([a, a[::-1]], axis=1) if len(a) else np.empty((0, 2), dtype=np.uint64)
     assert np.array_equal(radix_argsort_rows(np.ascontiguousarray(rows)), np.lexsort((rows[:, 0], rows[:, 1])))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, SMALL_SORT - 1, SMALL_SORT, 3 * SMALL_SORT])
+def test_radix_sort_with_is_stable_by_insertion_and_by_radix(n):
+    """Both sides of SMALL_SORT: few distinct keys (many ties), in 16-bit digits the radix passes
+    must all handle, sorted as a stable argsort orders them."""
+    rng = np.random.default_rng(n)
+    keys = rng.choice(np.array([0, 1, 2**16 + 1, 2**40, 2**64 - 1], dtype=np.uint64), n)
+    got, payload = keys.copy(), np.arange(n, dtype=np.uint32)
+    radix_sort_with(got, payload)
+    assert np.array_equal(payload, np.argsort(keys, kind="stable")) and np.array_equal(got, np.sort(keys))

@@ -36,7 +36,7 @@ def _token(token_file: str | None) -> str | None:
     default=1,
     show_default=True,
     help="Server processes. An index in Redis (redis://...) may be served by several; an index file has "
-    "one writer, so a SQLite index is served by one process (its requests run on a thread pool).",
+    "one writer, so a SQLite index is served by one process (writes run on a thread pool, queries on its event loop).",
 )
 @click.option(
     "--token-file",
@@ -102,7 +102,7 @@ def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes,
     if workers > 1 and not is_redis_url(path):
         raise click.UsageError(
             "--workers > 1 needs a store shared by processes: an index in Redis (redis://HOST:PORT/DB/NAME); "
-            "a SQLite index has one writer process (requests already run on a thread pool)"
+            "a SQLite index has one writer process (queries take tens of microseconds of it each)"
         )
     token = _token(token_file)
     try:

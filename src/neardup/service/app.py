@@ -11,13 +11,16 @@ transaction, so two concurrent requests with near-identical texts never both get
 index in Redis, several server processes share the index: each catches up with the others'
 writes before it answers, and check-and-add stays atomic across them. A store that cannot be
 reached (Redis down) is answered with 503 (the details go to the server's log).
+
+The two operations that carry the load, ``POST /v1/query`` and ``POST /v1/documents``, are
+answered by :class:`~neardup.service.hot.HotRoutes` before FastAPI's routing (FastAPI's layers
+cost several times the query itself); they share the request models, the token check, the
+limits, the error answers and the operations (:mod:`neardup.service.operations`) with the
+FastAPI routes, which still describe them in the OpenAPI document and answer them when the app
+is made with ``hot=False``.
 """
 
-import hmac
-import logging
 import os
-from dataclasses import dataclass
-from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -26,20 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from .. import __version__
 from ..index.durable import DurableIndex, IndexLockedError, IndexUnavailableError
+from .hot import HotRoutes, ServiceApp
+from .operations import (
+    Limits,
+    error_answer,
+    run_add,
+    run_query,
+    token_error,
+    too_large_detail,
+    validation_answer,
+)
 
 __all__ = ["Limits", "create_app"]
-
-log = logging.getLogger("neardup.service")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on one request (each answered with a message naming it)."""
-
-    max_body_bytes: int = 16 * 2**20
-    max_batch: int = 1000
-    max_text_chars: int = 1_000_000
-    max_limit: int = 1000
 
 
 class Match(BaseModel):
@@ -111,9 +112,6 @@ def request_models(limits: Limits):
     return QueryRequest, AddRequest
 
 
-FLAGS = {"documents": "--max-batch", "text": "--max-text-chars", "limit": "the largest limit"}
-
-
 class StoredDocument(BaseModel):
     id: str
     empty: bool
@@ -121,7 +119,7 @@ class StoredDocument(BaseModel):
 
 
 def too_large(max_bytes: int) -> JSONResponse:
-    return JSONResponse({"detail": f"request body over {max_bytes} bytes (--max-body-bytes)"}, status_code=413)
+    return JSONResponse({"detail": too_large_detail(max_bytes)}, status_code=413)
 
 
 class BodyLimit:
@@ -157,86 +155,60 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-def _matches(found: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    return [{"id": m, "similarity": s} for m, s in found]
+async def _answer(request: Request, exc: Exception) -> JSONResponse:
+    status, body, headers = error_answer(exc, request.method, request.url.path)
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+DEFAULT_LIMITS = Limits()
 
 
 def create_app(
-    index: DurableIndex, *, token: str | None, limits: Limits = Limits(), auth_reads: bool = False
+    index: DurableIndex,
+    *,
+    token: str | None,
+    limits: Limits = DEFAULT_LIMITS,
+    auth_reads: bool = False,
+    hot: bool = True,
 ) -> FastAPI:
-    """The API over ``index``. ``token``: the bearer token writes need (None: writes refused)."""
+    """The API over ``index``. ``token``: the bearer token writes need (None: writes refused).
+    ``hot``: answer the query and add requests on the fast path (:mod:`neardup.service.hot`)."""
     QueryRequest, AddRequest = request_models(limits)
-    app = FastAPI(
+    app = ServiceApp(
         title="neardup",
         version=__version__,
         description="Near-duplicate lookup over a durable index: have we seen something like this before?",
     )
+    if hot:
+        app.hot = HotRoutes(index, token=token, limits=limits, auth_reads=auth_reads, models=(QueryRequest, AddRequest))
 
-    def check_token(request: Request) -> None:
-        if token is None:
-            raise HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
-            raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+    async def check_token(request: Request) -> None:  # async: no thread hop for a comparison
+        error = token_error(token, request.headers.get("authorization", ""))
+        if error is not None:
+            raise error
 
-    def check_read(request: Request) -> None:
+    async def check_read(request: Request) -> None:
         if auth_reads:
-            check_token(request)
+            await check_token(request)
 
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        errors = []
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ()) if p != "body"]
-            message = e.get("msg", "")
-            flag = FLAGS.get(loc[-1]) if loc and e.get("type", "").endswith(("too_long", "less_than_equal")) else None
-            if flag:
-                message += f" ({flag})"
-            errors.append({"field": ".".join(loc) or "body", "message": message})
-        first = errors[0] if errors else {"field": "body", "message": "invalid"}
-        return JSONResponse({"detail": f"{first['field']}: {first['message']}", "errors": errors}, status_code=422)
+        return JSONResponse(validation_answer(list(exc.errors())), status_code=422)
 
-    @app.exception_handler(IndexUnavailableError)
-    async def unavailable(request: Request, exc: IndexUnavailableError):
-        log.error("answering %s %s: %s", request.method, request.url.path, exc)
-        return JSONResponse({"detail": "the index's store is unavailable; try again later"}, status_code=503)
-
-    @app.exception_handler(IndexLockedError)
-    async def busy(request: Request, exc: IndexLockedError):
-        log.warning("answering %s %s: %s", request.method, request.url.path, exc)
-        return JSONResponse({"detail": "the index is busy with other writers; try again"}, status_code=503)
-
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception):
-        log.exception("error answering %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": "internal error"}, status_code=500)
+    for kind in (IndexUnavailableError, IndexLockedError, Exception):
+        app.add_exception_handler(kind, _answer)
 
     @app.post("/v1/query", response_model=QueryResponse, responses=ERRORS, dependencies=[Depends(check_read)])
     async def query(body: QueryRequest) -> dict:  # async: the query takes microseconds, a thread hop more
         """The stored documents like each given text, best first, in request order."""
-        found = index.query_batch(
-            [d.text for d in body.documents], min_similarity=body.min_similarity, limit=body.limit
-        )
-        return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(body.documents, found)]}
+        return run_query(index, body)
 
     @app.post("/v1/documents", response_model=AddResponse, responses=ERRORS, dependencies=[Depends(check_token)])
     def add(body: AddRequest) -> dict:
         """Add documents (all, or with ``if_unique`` only those without a near-duplicate; atomic)."""
-        ids = [d.id for d in body.documents]
-        texts = [d.text for d in body.documents]
-        if len(set(ids)) != len(ids):
-            raise HTTPException(409, "documents: ids must be unique within a request")
-        try:
-            if body.if_unique:
-                r = index.add_if_unique(ids, texts, min_similarity=body.min_similarity)
-                return {"added": r.added, "duplicates": [{"id": i, "matches": _matches(m)} for i, m in r.duplicates]}
-            index.add(ids, texts)
-        except KeyError as exc:
-            raise HTTPException(409, str(exc.args[0]) if exc.args else "id exists") from None
-        return {"added": ids, "duplicates": []}
+        return run_add(index, body)
 
     @app.get(
         "/v1/documents/{doc_id}", response_model=StoredDocument, responses=ERRORS, dependencies=[Depends(check_read)]
