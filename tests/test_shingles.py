@@ -379,8 +379,8 @@ def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     """``encode_for_sketch`` (ASCII texts keep their case, the kernel lowers them) gives the same
     shingles, and so the same signatures, as ``encode_texts`` (bytes already lowered)."""
     code = kind_code(sh)
-    lean = shingle_texts_kernel(*encode_for_sketch(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
-    full = shingle_texts_kernel(*encode_texts(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
+    lean = shingle_texts_kernel(*encode_for_sketch(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation)
+    full = shingle_texts_kernel(*encode_texts(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation)
     assert lean[0].tolist() == full[0].tolist() and lean[1].tolist() == full[1].tolist()
     data, offsets = encode_for_sketch(texts, sh)
     raw, raw_offsets = encode_texts(texts, sh)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._kernels.candidates import verify_groups
 from ..._kernels.charclass import CHAR_CLASS
-from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel
+from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel, unique_rows
 from ...core.arrays import CsrParts
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
@@ -146,8 +146,8 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
         return idx, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     shingling = config.shingling
     data, offsets = encode_texts([batch.texts[i] for i in idx], shingling)
-    values, off = shingle_texts_kernel(
-        data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, True
+    values, off = unique_rows(
+        *shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation)
     )
     return batch.start + idx, values, np.diff(off)
 

@@ -173,7 +173,7 @@ class DocumentFrequencies:
             raise ValueError("this counter has no shingling; use add_hashed")
         sh = self.shingling
         data, offsets = encode_texts(texts, sh)
-        h, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation, False)
+        h, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation)
         self.add_hashed(h, off)
 
     def merge(self, other: DocumentFrequencies) -> None:
