@@ -43,7 +43,8 @@ _COMMAND = [sys.executable, "-m", "neardup._kernels.precompile"]
 class Kernel:
     """A kernel of this package (``module`` under ``neardup._kernels``, ``name``) for one tuple of
     argument types, written as numba writes them (``args``, evaluated in :mod:`numba.core.types`),
-    with its compile seconds on a cold cache (``seconds``, to share the work out)."""
+    with its compile seconds on a cold cache (``seconds``, CPU time measured on a loaded machine:
+    only their proportions matter, to share the work out)."""
 
     module: str
     name: str
@@ -76,24 +77,24 @@ _U64_2 = "Array(uint64, 2, 'C', False, aligned=True)"
 _U32_2 = "Array(uint32, 2, 'C', False, aligned=True)"
 _B = "Array(bool, 1, 'C', False, aligned=True)"
 
-READ_JSONL = (_k("jsonl", "scan", f"({_U8R}, {_U8R}, {_U8R}, {_U8})", 8.9),)
+READ_JSONL = (_k("jsonl", "scan", f"({_U8R}, {_U8R}, {_U8R}, {_U8})", 5.3),)
 EXACT_PREPASS = (
     _k("shingles", "lower_ascii_inplace", f"({_U8},)", 0.1),
-    _k("exact", "keys_kernel", f"({_U8R}, {_I64}, {_U8}, bool, {_U64_2})", 1.4),
-    _k("exact", "admit_kernel", f"({_U64_2}, {_I64}, {_U64_2}, {_B}, int64, {_I64})", 0.4),
+    _k("exact", "keys_kernel", f"({_U8R}, {_I64}, {_U8}, bool, {_U64_2})", 1.5),
+    _k("exact", "admit_kernel", f"({_U64_2}, {_I64}, {_U64_2}, {_B}, int64, {_I64})", 0.3),
 )
 _SIGN = f"({_U8R}, {_I64}, {_I64}, {_U8}, int64, int64, bool, {_U64}, {_U64}, {_U32_2}, {_I64})"
 MINHASH_WORDS = (
-    _k("minhash", "permutations", "(uint64, int64)", 0.3),
-    _k("minhash", "minhash_words_kernel", _SIGN, 12.0),
+    _k("minhash", "permutations", "(uint64, int64)", 0.2),
+    _k("minhash", "minhash_words_kernel", _SIGN, 5.7),
 )
 MINHASH_CHARS = (
-    _k("minhash", "permutations", "(uint64, int64)", 0.3),
-    _k("minhash", "minhash_chars_kernel", _SIGN, 12.0),
+    _k("minhash", "permutations", "(uint64, int64)", 0.2),
+    _k("minhash", "minhash_chars_kernel", _SIGN, 5.7),
 )
 BANDS = (
-    _k("lsh", "band_keys_kernel", f"({_U32_2}, int64, int64, {_U64_2})", 1.1),
-    _k("sorting", "radix_sort_with", f"({_U64}, {_I64})", 4.0),
+    _k("lsh", "band_keys_kernel", f"({_U32_2}, int64, int64, {_U64_2})", 0.3),
+    _k("sorting", "radix_sort_with", f"({_U64}, {_I64})", 1.0),
     _k("candidates", "bucket_bounds", f"({_U64},)", 0.2),
 )
 CONNECT = (
@@ -101,7 +102,7 @@ CONNECT = (
         "candidates",
         "connect_band",
         f"({_I64}, {_I64}, {_I64}, {_I64}, int64, float64, int64, {_U32_2}, {_U64}, {_I64}, {_I64})",
-        3.0,
+        1.9,
     ),
 )
 PAIRS = (
@@ -110,23 +111,23 @@ PAIRS = (
         "pairs_band",
         f"(int64, {_U64_2}, {_I64}, {_I64}, {_I64}, {_I64}, {_I64}, {_I64}, {_F64}, int64, int64, float64, int64, "
         f"{_U32_2}, {_U64}, {_I64}, {_I64})",
-        2.6,
+        1.9,
     ),
 )
 ROOTS = (_k("unionfind", "roots", f"({_I64},)", 0.3),)
 EXACT_PAIRS = (
-    _k("exact", "pairs_within", f"({_I64}, {_I64}, {_I64}, int64)", 0.6),
-    _k("exact", "cross", f"({_I64}, {_I64}, {_I64}, {_I64}, {_F64})", 1.0),
+    _k("exact", "pairs_within", f"({_I64}, {_I64}, {_I64}, int64)", 0.2),
+    _k("exact", "cross", f"({_I64}, {_I64}, {_I64}, {_I64}, {_F64})", 0.5),
 )
 SIMILARITY = (
     _k(
         "candidates",
         "similarity_rows",
         f"({_I64}, {_I64}, int64, float64, int64, {_U32_2}, {_U64}, {_I64}, {_I64})",
-        0.8,
+        0.4,
     ),
 )
-WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})", 1.0),)
+WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})", 0.5),)
 
 
 def plan_for(config, *, jsonl_input: bool, jsonl_output: bool, pairs: bool) -> tuple[Kernel, ...]:
