@@ -111,8 +111,8 @@ except SystemExit as e:
 @pytest.mark.slow
 def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tmp_path):
     """The README's first command on an empty cache: the subprocesses compile every kernel the job
-    calls (the job only waits for them, compiling nothing else), the notice is shown; a second
-    run, without subprocesses, finds everything cached and writes the same outputs."""
+    calls (the job waits for those not done yet, and compiles nothing else), the notice is shown;
+    a second run, without subprocesses, finds everything cached and writes the same outputs."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     outs = {}
     for tag, extra in (("pre", {}), ("lazy", {"NEARDUP_PRECOMPILE": "0"})):
@@ -136,7 +136,7 @@ def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tm
         if tag == "pre":
             assert "compiling kernels (first run only, about" in run.stderr
             planned = {k.name for k in pre.plan_for(MinHashConfig(), jsonl_input=True, jsonl_output=True, pairs=True)}
-            assert set(compiled) == planned  # each waited for, none compiled besides
+            assert compiled and set(compiled) <= planned  # planned ones waited for, none compiled besides
         else:
             assert compiled == []
     assert outs["pre"] == outs["lazy"]
