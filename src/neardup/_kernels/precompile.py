@@ -207,6 +207,8 @@ class _Helpers:
                 event = self.done.get(line.strip().partition(" ")[2])
                 if event is not None:
                     event.set()
+        except (OSError, ValueError):  # the pipe broke or was closed: nothing more to hear
+            pass
         finally:
             for k in part:
                 self.done[k.key].set()
@@ -220,9 +222,11 @@ class _Helpers:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-            proc.stdout.close()
-        for thread in self.threads:
-            thread.join()
+        for thread in self.threads:  # each ends at the end of its pipe, the subprocess being gone
+            thread.join(timeout=10)
+        for proc, _ in self.procs:
+            if not any(t.is_alive() for t in self.threads):
+                proc.stdout.close()
 
 
 def _wait_then_load(cache, kernel: Kernel, dispatcher, done: threading.Event):

@@ -16,7 +16,8 @@ character stream; ASCII through lookup tables, or 64 bytes a step with AVX-512 V
 hashes every run of n units, vectorized across shingles (:func:`doc_hashes`). The hashes are
 then folded into a MinHash or OPH signature (:mod:`neardup._kernels.minhash`,
 :mod:`neardup._kernels.oph`) or a SimHash fingerprint (:mod:`neardup._kernels.simhash`), or
-written out (:func:`shingle_texts_kernel`, made sets by :func:`unique_rows`). The Python side, with the settings
+written out (:func:`shingle_words_kernel`, :func:`shingle_chars_kernel`, made sets by
+:func:`unique_rows`). The Python side, with the settings
 (:class:`~neardup.text.shingles.Shingling`) and the encoding of texts to UTF-8, is
 :mod:`neardup.text.shingles`.
 """
@@ -546,9 +547,11 @@ def doc_scratch(starts, ends):
 
 
 @nb.njit(cache=True, nogil=True)
-def shingle_texts_kernel(data, offsets, table, kind, n, strip):
-    """Shingle hashes of every document as CSR (hashes, doc_offsets), in text order with repeats
-    (:func:`unique_rows` makes them sets)."""
+def shingle_words_kernel(data, offsets, table, kind, n, strip):
+    """Word shingle hashes (``kind & 1 == WORD_KIND``) of every document as CSR (hashes,
+    doc_offsets), in text order with repeats (:func:`unique_rows` makes them sets).
+    :func:`shingle_chars_kernel` is the same for character shingles: a kernel per kind compiles
+    half the shingling code."""
     ndoc = offsets.shape[0] - 1
     buf, words, units = doc_scratch(offsets[:-1], offsets[1:])
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
@@ -556,7 +559,26 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip):
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     pos = 0
     for d in range(ndoc):
-        pos += doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch)
+        pos += word_hashes(
+            data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch
+        )
+        doc_off[d + 1] = pos
+    return out[:pos].copy(), doc_off
+
+
+@nb.njit(cache=True, nogil=True)
+def shingle_chars_kernel(data, offsets, table, kind, n, strip):
+    """:func:`shingle_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``)."""
+    ndoc = offsets.shape[0] - 1
+    buf, words, units = doc_scratch(offsets[:-1], offsets[1:])
+    out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
+    doc_off = np.zeros(ndoc + 1, dtype=np.int64)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    pos = 0
+    for d in range(ndoc):
+        pos += char_hashes(
+            data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch
+        )
         doc_off[d + 1] = pos
     return out[:pos].copy(), doc_off
 
@@ -566,8 +588,8 @@ def unique_rows(values, offsets):
     """Row d of the CSR ``(values, offsets)``, ``values[offsets[d]:offsets[d + 1]]``, sorted with
     its repeats dropped, for every d: as new CSR arrays (``values`` is overwritten).
 
-    A kernel of its own, not a flag of :func:`shingle_texts_kernel`: the sort compiled inside
-    that kernel made it the slowest of all to compile (minutes on a loaded machine)."""
+    A kernel of its own, not a flag of the shingling kernels, which compile faster without the
+    sort (and SimHash, which never asks for sets, does not compile it at all)."""
     ndoc = offsets.shape[0] - 1
     out_off = np.zeros(ndoc + 1, dtype=np.int64)
     pos = 0  # rows are compacted towards the front: pos <= offsets[d] throughout
