@@ -64,8 +64,7 @@ class Kernel:
         return tuple(eval(self.args, {**vars(types), "bool": types.boolean}))  # our constant strings
 
 
-def _k(module: str, name: str, args: str, seconds: float) -> Kernel:
-    return Kernel(module, name, args, seconds)
+_k = Kernel
 
 
 _U8 = "Array(uint8, 1, 'C', False, aligned=True)"
@@ -132,9 +131,9 @@ WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})",
 
 def plan_for(config, *, jsonl_input: bool, jsonl_output: bool, pairs: bool) -> tuple[Kernel, ...]:
     """The kernels a dedup job with ``config`` calls, in the order it calls them, as far as they
-    are known: reading JSON Lines, the MinHash job of the default sketch and verification (its
-    exact pre-pass if on), writing JSON Lines read from JSON Lines; for other jobs the reading
-    and writing only."""
+    are known: for a MinHash job of the default sketch and verification, reading JSON Lines, its
+    exact pre-pass if on, the MinHash kernels, writing JSON Lines read from JSON Lines; other
+    jobs have no plan (empty: they compile in the one process as before)."""
     kernels: list[Kernel] = list(READ_JSONL) if jsonl_input else []
     default_minhash = (
         type(config).__name__ == "MinHashConfig"
