@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import neardup.io.jsonl as jsonl_module
 import neardup.text.shingles as shingles_module
 from neardup._kernels.charclass import CHAR_CLASS
-from neardup._kernels.minhash import fold_long_doc, minhash_texts_kernel, permutations
+from neardup._kernels.minhash import fold_long_doc, minhash_words_kernel, permutations
 from neardup.io.policy import ReadStats
 from neardup.io.read import read_documents
 from neardup.io.write import write_kept
@@ -43,7 +43,7 @@ def test_windowed_minhash_equals_the_whole_document(text, n, window, casefold):
     data, off = encode_for_sketch([text], sh)
     whole = np.empty((1, 64), np.uint32)
     count = np.empty(1, np.int64)
-    minhash_texts_kernel(data, off[:-1], off[1:], CHAR_CLASS, kind_code(sh), n, False, a, b, whole, count)
+    minhash_words_kernel(data, off[:-1], off[1:], CHAR_CLASS, kind_code(sh), n, False, a, b, whole, count)
     sig = np.empty(64, np.uint32)
     got = fold_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, a, b, sig, window)
     assert got == count[0]

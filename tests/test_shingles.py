@@ -30,11 +30,17 @@ from neardup._kernels.shingles import (
     _hash_fixed,
     _hash_starts,
     lower_ascii,
-    shingle_texts_kernel,
 )
 from neardup.core.measures import jaccard
 from neardup.text.normalize import char_stream, tokenize
-from neardup.text.shingles import Shingling, encode_for_sketch, encode_texts, kind_code, shingle, shingle_batch
+from neardup.text.shingles import (
+    Shingling,
+    encode_for_sketch,
+    encode_texts,
+    shingle,
+    shingle_batch,
+    shingle_encoded,
+)
 
 # ---------------------------------------------------------------------------------------------
 # reference
@@ -378,9 +384,8 @@ def test_ascii_kernels_equal_reference(text, n, char, strip, casefold):
 def test_encode_for_sketch_gives_the_same_shingles(texts, sh):
     """``encode_for_sketch`` (ASCII texts keep their case, the kernel lowers them) gives the same
     shingles, and so the same signatures, as ``encode_texts`` (bytes already lowered)."""
-    code = kind_code(sh)
-    lean = shingle_texts_kernel(*encode_for_sketch(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
-    full = shingle_texts_kernel(*encode_texts(texts, sh), CHAR_CLASS, code, sh.n, sh.strip_punctuation, False)
+    lean = shingle_encoded(*encode_for_sketch(texts, sh), sh)
+    full = shingle_encoded(*encode_texts(texts, sh), sh)
     assert lean[0].tolist() == full[0].tolist() and lean[1].tolist() == full[1].tolist()
     data, offsets = encode_for_sketch(texts, sh)
     raw, raw_offsets = encode_texts(texts, sh)

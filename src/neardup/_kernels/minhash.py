@@ -2,9 +2,9 @@
 
 :func:`permutations` derives every ``(a_k, b_k)`` from the seed with SplitMix64;
 :func:`fold_minhash` sets slot k to ``min_x ((a_k x + b_k) mod 2**64) >> 32`` over a set's element
-hashes; :func:`minhash_csr` signs CSR sets, :func:`minhash_texts_kernel` texts, shingled on the
-way by :mod:`neardup._kernels.shingles`. Every slot of the empty set's signature is
-:data:`EMPTY_VALUE`. The hash family is defined in :mod:`neardup.methods.minhash.scheme`.
+hashes; :func:`minhash_csr` signs CSR sets, :func:`minhash_words_kernel` and
+:func:`minhash_chars_kernel` texts, shingled on the way by :mod:`neardup._kernels.shingles`. Every slot of the empty
+set's signature is :data:`EMPTY_VALUE`. The hash family is defined in :mod:`neardup.methods.minhash.scheme`.
 
 Two folds give identical values: :func:`fold_minhash` multiplies in 64-bit lanes, which is one
 instruction only with AVX-512DQ (``vpmullq``); without it (AVX2, the SSE2 baseline, most cloud and
@@ -30,8 +30,9 @@ from .shingles import (
     WORD_KIND,
     _hash_starts,
     _word_tokens,
-    doc_hashes,
+    char_hashes,
     doc_scratch,
+    word_hashes,
 )
 
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
@@ -304,7 +305,7 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
             size *= 2  # too few tokens for the seams: a longer window
             continue
         if ws == start and we == end:  # one window: the document as a whole
-            c = doc_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
+            c = word_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
             if c:
                 _fold_into(hs, c, a, b, halves, acc, acc32, tmp, sig)
             return c
@@ -334,10 +335,17 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
 
 
 @nb.njit(cache=True, nogil=True)
-def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
-    """Fill ``sigs[d]`` with the MinHash of the shingles of ``data[starts[d]:ends[d]]`` and
-    ``counts[d]`` with how many there were. Word-shingled documents longer than
-    :data:`LONG_DOC` bytes go through :func:`fold_long_doc` (bounded scratch, same result)."""
+def minhash_words_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
+    """Fill ``sigs[d]`` with the MinHash of the word shingles (``kind & 1 == WORD_KIND``) of
+    ``data[starts[d]:ends[d]]`` and ``counts[d]`` with how many there were, except for documents
+    longer than :data:`LONG_DOC` bytes: those get ``counts[d] = -1`` and ``sigs[d]`` untouched,
+    and the caller signs them with :func:`fold_long_doc` (bounded scratch, same result).
+
+    Kept small for its compile time, which the first run waits for: the long documents have a
+    kernel of their own, compiled only when a job has one (compiled in here it was a third of
+    this kernel's compile time), and character shingles another, :func:`minhash_chars_kernel`
+    (the same loop over :func:`~neardup._kernels.shingles.char_hashes`): either compiles half
+    the shingling code."""
     windowed = kind & 1 == WORD_KIND
     buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
     hs = np.empty(pos.shape[0], dtype=np.uint64)
@@ -347,9 +355,32 @@ def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
         if windowed and ends[d] - starts[d] > LONG_DOC:
-            counts[d] = fold_long_doc(data, starts[d], ends[d], table, kind, n, a, b, sigs[d], WINDOW)
+            counts[d] = -1
             continue
-        c = doc_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
+        c = word_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
+        if WIDE_MULTIPLY:
+            fold_minhash(hs, 0, c, a, b, acc, sigs[d])
+        else:
+            fold_minhash32(hs, 0, c, halves, acc32, sigs[d])
+        counts[d] = c
+
+
+@nb.njit(cache=True, nogil=True)
+def minhash_chars_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
+    """:func:`minhash_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``; no
+    document is left out)."""
+    windowed = kind & 1 == WORD_KIND
+    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
+    hs = np.empty(pos.shape[0], dtype=np.uint64)
+    acc = np.empty(a.shape[0], dtype=np.uint64)
+    halves = split_permutations(a, b)
+    acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    for d in range(starts.shape[0]):
+        if windowed and ends[d] - starts[d] > LONG_DOC:
+            counts[d] = -1
+            continue
+        c = char_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
         if WIDE_MULTIPLY:
             fold_minhash(hs, 0, c, a, b, acc, sigs[d])
         else:

@@ -16,7 +16,8 @@ character stream; ASCII through lookup tables, or 64 bytes a step with AVX-512 V
 hashes every run of n units, vectorized across shingles (:func:`doc_hashes`). The hashes are
 then folded into a MinHash or OPH signature (:mod:`neardup._kernels.minhash`,
 :mod:`neardup._kernels.oph`) or a SimHash fingerprint (:mod:`neardup._kernels.simhash`), or
-written out (:func:`shingle_texts_kernel`). The Python side, with the settings
+written out (:func:`shingle_words_kernel`, :func:`shingle_chars_kernel`, made sets by
+:func:`unique_rows`). The Python side, with the settings
 (:class:`~neardup.text.shingles.Shingling`) and the encoding of texts to UTF-8, is
 :mod:`neardup.text.shingles`.
 """
@@ -496,18 +497,32 @@ def doc_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at
     by a space, or the character stream) with the start of every unit in ``pos``; then every
     run of n units is hashed from ``buf``, many shingles at a time. Splitting the passes keeps
     both loops free of hard-to-predict branches, which is what a single streaming pass lost
-    most of its time to.
+    most of its time to. Word shingles are :func:`word_hashes`, character shingles
+    :func:`char_hashes`: a kernel that knows its kind calls one of them, and compiles half.
     """
-    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
     if kind & 1 == WORD_KIND:
-        units, blen = _word_tokens(data, start, end, table, buf, pos, lowbit)
-        if units == 0:
-            return 0
-        if units < n:
-            out[np.uint64(at)] = _hash_span(words, 0, blen)
-            return 1
-        _hash_starts(buf, words, pos, units - n + 1, n, 1, out, at, _or_new(scratch))
-        return units - n + 1
+        return word_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch)
+    return char_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch)
+
+
+@nb.njit(cache=True, nogil=True)
+def word_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch=None):
+    """:func:`doc_hashes` of a word kind (``strip`` is not used)."""
+    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
+    units, blen = _word_tokens(data, start, end, table, buf, pos, lowbit)
+    if units == 0:
+        return 0
+    if units < n:
+        out[np.uint64(at)] = _hash_span(words, 0, blen)
+        return 1
+    _hash_starts(buf, words, pos, units - n + 1, n, 1, out, at, _or_new(scratch))
+    return units - n + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def char_hashes(data, start, end, table, kind, n, strip, buf, words, pos, out, at, scratch=None):
+    """:func:`doc_hashes` of a character kind."""
+    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
     units, blen = _char_units(data, start, end, table, strip, buf, pos, lowbit)
     if units == 0:
         return 0
@@ -532,8 +547,11 @@ def doc_scratch(starts, ends):
 
 
 @nb.njit(cache=True, nogil=True)
-def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
-    """Shingle hashes of every document as CSR (hashes, doc_offsets); sorted and unique if asked."""
+def shingle_words_kernel(data, offsets, table, kind, n, strip):
+    """Word shingle hashes (``kind & 1 == WORD_KIND``) of every document as CSR (hashes,
+    doc_offsets), in text order with repeats (:func:`unique_rows` makes them sets).
+    :func:`shingle_chars_kernel` is the same for character shingles: a kernel per kind compiles
+    half the shingling code."""
     ndoc = offsets.shape[0] - 1
     buf, words, units = doc_scratch(offsets[:-1], offsets[1:])
     out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
@@ -541,16 +559,55 @@ def shingle_texts_kernel(data, offsets, table, kind, n, strip, unique):
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     pos = 0
     for d in range(ndoc):
-        c = doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch)
-        if unique and c > 1:
-            s = np.sort(out[pos : pos + c])
-            k = 1
-            for q in range(1, c):
-                if s[q] != s[k - 1]:
-                    s[k] = s[q]
-                    k += 1
-            out[pos : pos + k] = s[:k]
-            c = k
-        pos += c
+        pos += word_hashes(
+            data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch
+        )
         doc_off[d + 1] = pos
     return out[:pos].copy(), doc_off
+
+
+@nb.njit(cache=True, nogil=True)
+def shingle_chars_kernel(data, offsets, table, kind, n, strip):
+    """:func:`shingle_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``)."""
+    ndoc = offsets.shape[0] - 1
+    buf, words, units = doc_scratch(offsets[:-1], offsets[1:])
+    out = np.empty(offsets[ndoc] - offsets[0] + ndoc, dtype=np.uint64)
+    doc_off = np.zeros(ndoc + 1, dtype=np.int64)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    pos = 0
+    for d in range(ndoc):
+        pos += char_hashes(
+            data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, units, out, pos, scratch
+        )
+        doc_off[d + 1] = pos
+    return out[:pos].copy(), doc_off
+
+
+@nb.njit(cache=True, nogil=True)
+def unique_rows(values, offsets):
+    """Row d of the CSR ``(values, offsets)``, ``values[offsets[d]:offsets[d + 1]]``, sorted with
+    its repeats dropped, for every d: as new CSR arrays (``values`` is overwritten).
+
+    A kernel of its own, not a flag of the shingling kernels, which compile faster without the
+    sort (and SimHash, which never asks for sets, does not compile it at all)."""
+    ndoc = offsets.shape[0] - 1
+    out_off = np.zeros(ndoc + 1, dtype=np.int64)
+    pos = 0  # rows are compacted towards the front: pos <= offsets[d] throughout
+    for d in range(ndoc):
+        lo = offsets[d]
+        c = offsets[d + 1] - lo
+        if c > 1:
+            s = np.sort(values[lo : lo + c])
+            values[pos] = s[0]
+            k = 1
+            for q in range(1, c):
+                if s[q] != s[q - 1]:
+                    values[pos + k] = s[q]
+                    k += 1
+        else:
+            k = c
+            if c:
+                values[pos] = values[lo]
+        pos += k
+        out_off[d + 1] = pos
+    return values[:pos].copy(), out_off

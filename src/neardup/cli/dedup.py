@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import click
 import numpy as np
 
+from .._kernels.precompile import plan_for, precompiled
 from ..api import dedup, default_workers
 from ..core.errors import NeardupError
 from ..incremental import match_against
@@ -303,6 +304,7 @@ def dedup_cmd(
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             job_progress(show_progress, read_stats, total_bytes) as progress,
             compile_notice(method, progress if show_progress else None, None if quiet else _echo_err),
+            precompiled(() if job_engine is not None or index is not None else job_kernels(config, read, outs)),
         ):
             config = index.config if index is not None else config
             result = dedup(
@@ -392,6 +394,26 @@ def dedup_cmd(
 def _by_reason(rs) -> str:
     """``reason: count, ...`` of the records skipped."""
     return ", ".join(f"{reason}: {n:,}" for reason, n in sorted(rs.reasons.items()))
+
+
+def job_kernels(config, read: ReadOptions, outs: Outputs) -> tuple:
+    """The kernels the job will call, as far as :func:`~neardup._kernels.precompile.plan_for`
+    knows them, for compiling them ahead on a cold cache."""
+    from ..io.read import resolve_inputs
+
+    try:
+        sources = resolve_inputs(list(read.inputs), read.input_format)
+        out = str(outs.output)
+        jsonl_output = out == "-" or out.endswith("/") or output_format(out) == "jsonl"
+    except Exception:  # the job itself reports bad inputs or outputs
+        return ()
+    jsonl_input = bool(sources) and all(fmt == "jsonl" for _, fmt in sources)
+    return plan_for(
+        config,
+        jsonl_input=jsonl_input,
+        jsonl_output=jsonl_output and not outs.annotate,
+        pairs=outs.pairs is not None,
+    )
 
 
 def _echo_err(line: str) -> None:

@@ -34,10 +34,11 @@ __all__ = [
     "removed_share",
 ]
 
-FIRST_RUN_SECONDS = {"minhash": 30, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 90}
+FIRST_RUN_SECONDS = {"minhash": 13, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 18}
 """Seconds of a method's first run on a cold cache, on 2 cores: the README's first command for
-minhash (measured), the others scaled from runs on a loaded machine (docs/benchmarks.md, section
-6); a faster or slower machine takes less or more."""
+minhash (its kernels compiled by two subprocesses at once; estimated from CPU times) and with
+``--method imatch`` (measured in CPU time), the others scaled from runs on a loaded machine
+(docs/benchmarks.md, section 6); a faster or slower machine takes less or more."""
 
 
 def first_run_seconds(method: str) -> int:

@@ -17,7 +17,14 @@ from typing import Literal
 import numpy as np
 
 from .._kernels.charclass import CHAR_CLASS
-from .._kernels.shingles import CHAR_KIND, LOWER_ASCII, WORD_KIND, shingle_texts_kernel
+from .._kernels.shingles import (
+    CHAR_KIND,
+    LOWER_ASCII,
+    WORD_KIND,
+    shingle_chars_kernel,
+    shingle_words_kernel,
+    unique_rows,
+)
 from ..core.schemes import Record
 from ..core.validation import Boolean, Choice, Integer, check
 from .normalize import normalize
@@ -226,9 +233,15 @@ def shingle_batch(texts: Sequence[str], shingling: Shingling = Shingling(), *, u
     [0, 2, 3]
     """
     data, offsets = encode_for_sketch(texts, shingling)
-    return shingle_texts_kernel(
-        data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, unique
-    )
+    values, off = shingle_encoded(data, offsets, shingling)
+    return unique_rows(values, off) if unique else (values, off)
+
+
+def shingle_encoded(data: np.ndarray, offsets: np.ndarray, shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
+    """The shingle hashes of texts already encoded (:func:`encode_texts`, :func:`encode_for_sketch`)
+    as CSR arrays, in text order with repeats, by the kernel of the shingling's kind."""
+    kernel = shingle_chars_kernel if shingling.kind == "char" else shingle_words_kernel
+    return kernel(data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation)
 
 
 def shingle(text: str, shingling: Shingling = Shingling(), *, unique: bool = True) -> np.ndarray:

@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._kernels.candidates import verify_groups
-from ..._kernels.charclass import CHAR_CLASS
-from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, shingle_texts_kernel
+from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, unique_rows
 from ...core.arrays import CsrParts
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
-from ...text.shingles import encode_for_sketch, encode_texts, kind_code
+from ...text.shingles import encode_for_sketch, encode_texts, shingle_encoded
 from ..exact.keys import keys_from_encoded
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to, verify_pairs
 from .lsh import band_keys
@@ -159,9 +158,7 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
         return idx, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     shingling = config.shingling
     data, offsets = encode_texts([batch.texts[i] for i in idx], shingling)
-    values, off = shingle_texts_kernel(
-        data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, True
-    )
+    values, off = unique_rows(*shingle_encoded(data, offsets, shingling))
     return batch.start + idx, values, np.diff(off)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import MASK64, hash_ints, hash_spans
-from ..._kernels.minhash import minhash_csr, minhash_texts_kernel
+from ..._kernels.minhash import WINDOW, fold_long_doc, minhash_chars_kernel, minhash_csr, minhash_words_kernel
 from ..._kernels.oph import oph_csr_kernel, oph_texts_kernel
 from ...core.validation import Choice, Instance, Optional, check, conflict
 from ...text.shingles import Shingling, encode_for_sketch, kind_code
@@ -150,7 +150,8 @@ class MinHasher:
                 counts,
             )
         else:
-            minhash_texts_kernel(
+            kernel = minhash_chars_kernel if sh.kind == "char" else minhash_words_kernel
+            kernel(
                 data,
                 starts,
                 ends,
@@ -163,6 +164,10 @@ class MinHasher:
                 values,
                 counts,
             )
+            for d in np.flatnonzero(counts < 0):  # word-shingled texts past LONG_DOC bytes
+                counts[d] = fold_long_doc(
+                    data, starts[d], ends[d], CHAR_CLASS, kind_code(sh), sh.n, self._a, self._b, values[d], WINDOW
+                )
         return values, counts
 
     def _text_shingling(self) -> Shingling:

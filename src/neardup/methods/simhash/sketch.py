@@ -15,7 +15,6 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import hash_spans
-from ..._kernels.shingles import shingle_texts_kernel
 from ..._kernels.simhash import (
     df_batch,
     lookup_idf_weights,
@@ -26,7 +25,7 @@ from ..._kernels.simhash import (
 )
 from ...core.errors import IncompatibleSketchError
 from ...core.validation import Instance, Integer, Optional, ParameterError, check, conflict
-from ...text.shingles import Shingling, encode_texts, kind_code
+from ...text.shingles import Shingling, encode_texts, kind_code, shingle_encoded
 from .scheme import (
     DEFAULT_SHINGLING,
     HASH_FAMILY,
@@ -173,7 +172,7 @@ class DocumentFrequencies:
             raise ValueError("this counter has no shingling; use add_hashed")
         sh = self.shingling
         data, offsets = encode_texts(texts, sh)
-        h, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind_code(sh), sh.n, sh.strip_punctuation, False)
+        h, off = shingle_encoded(data, offsets, sh)
         self.add_hashed(h, off)
 
     def merge(self, other: DocumentFrequencies) -> None:
