@@ -549,22 +549,30 @@ def test_text_scheme_required_for_sign():
 
 
 def test_fold_through_32_bit_lanes_equals_the_64_bit_fold():
-    """The AVX2 fold (32-bit lanes) gives the 64-bit fold's values bit for bit, whichever the
-    kernels use on this CPU; edge hashes (0, all ones, carries) included."""
-    from neardup._kernels.minhash import fold_minhash, fold_minhash32, permutations, split_permutations
+    """The AVX2 fold (32-bit lanes, blocks of 16 and 8 permutations, the rest one by one, the
+    hashes in chunks) gives the 64-bit fold's values bit for bit, whichever the kernels use on
+    this CPU; edge hashes (0, all ones, carries), K not a multiple of 8, sets that start inside
+    the array and sets longer than a chunk included."""
+    from neardup._kernels.minhash import (
+        FOLD_CHUNK,
+        fold_minhash,
+        fold_minhash32,
+        permutations,
+        split_permutations,
+    )
 
     rng = np.random.default_rng(19)
-    for k in (1, 7, 64, 128):
+    for k in (1, 7, 8, 15, 16, 24, 64, 128, 131):
         a, b = permutations(np.uint64(rng.integers(0, 2**63)), k)
         halves = split_permutations(a, b)
         assert (halves[0].astype(np.uint64) | (halves[1].astype(np.uint64) << np.uint64(32)) == a).all()
-        for n in (0, 1, 2, 3, 50, 1001):
-            hs = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+        for n in (0, 1, 2, 3, 50, 1001, 2 * FOLD_CHUNK + 3):
+            hs = rng.integers(0, 2**64, n + 5, dtype=np.uint64, endpoint=False)
             if n >= 3:
-                hs[:3] = [0, 2**64 - 1, 2**32 - 1]
+                hs[5:8] = [0, 2**64 - 1, 2**32 - 1]
             wide, narrow = np.empty(k, np.uint32), np.empty(k, np.uint32)
-            fold_minhash(hs, 0, n, a, b, np.empty(k, np.uint64), wide)
-            fold_minhash32(hs, 0, n, halves, np.empty(k, np.uint32), narrow)
+            fold_minhash(hs, 5, n + 5, a, b, np.empty(k, np.uint64), wide)
+            fold_minhash32(hs, 5, n + 5, halves, b, np.empty(k, np.uint32), narrow)
             assert (wide == narrow).all(), (k, n)
             if n == 0:
                 assert (wide == 0xFFFFFFFF).all()
