@@ -11,7 +11,7 @@ instruction only with AVX-512DQ (``vpmullq``); without it (AVX2, the SSE2 baseli
 laptop CPUs) LLVM emulates each 64-bit multiply and each unsigned 64-bit minimum with several
 instructions, and :func:`fold_minhash32` evaluates the same top 32 bits through 32-bit lanes
 instead (the multiply-shift split into halves, permutation-major with the minima in registers;
-see its docstring), 2.3x the 64-bit fold on AVX2 (but slower on the SSE2 baseline, which lacks
+see its docstring), 2.1x the 64-bit fold on AVX2 (but slower on the SSE2 baseline, which lacks
 32-bit lane multiply and unsigned minimum, so that keeps the 64-bit fold). Which one the kernels
 use is fixed when they compile, from the CPU target numba compiles for (:data:`WIDE_MULTIPLY`);
 numba caches kernels per target, so each keeps its own.
