@@ -549,14 +549,16 @@ def test_text_scheme_required_for_sign():
 
 
 def test_fold_through_32_bit_lanes_equals_the_64_bit_fold():
-    """The AVX2 fold (32-bit lanes, blocks of 16 and 8 permutations, the rest one by one, the
-    hashes in chunks) gives the 64-bit fold's values bit for bit, whichever the kernels use on
-    this CPU; edge hashes (0, all ones, carries), K not a multiple of 8, sets that start inside
+    """The AVX2 fold (32-bit lanes, blocks of 64, 16 and 8 permutations, the rest one by one,
+    the hashes in chunks) and the AVX-512 permutation-major fold (blocks of 64 and 8) give the
+    64-bit fold's values bit for bit, whichever the kernels use on this CPU (LLVM emulates what
+    the target lacks); edge hashes (0, all ones, carries), K not a multiple of 8, sets that start inside
     the array and sets longer than a chunk included."""
     from neardup._kernels.minhash import (
         FOLD_CHUNK,
         fold_minhash,
         fold_minhash32,
+        fold_minhash_blocks,
         permutations,
         split_permutations,
     )
@@ -570,10 +572,12 @@ def test_fold_through_32_bit_lanes_equals_the_64_bit_fold():
             hs = rng.integers(0, 2**64, n + 5, dtype=np.uint64, endpoint=False)
             if n >= 3:
                 hs[5:8] = [0, 2**64 - 1, 2**32 - 1]
-            wide, narrow = np.empty(k, np.uint32), np.empty(k, np.uint32)
+            wide, narrow, blocks = np.empty(k, np.uint32), np.empty(k, np.uint32), np.empty(k, np.uint32)
             fold_minhash(hs, 5, n + 5, a, b, np.empty(k, np.uint64), wide)
             fold_minhash32(hs, 5, n + 5, halves, b, np.empty(k, np.uint32), narrow)
             assert (wide == narrow).all(), (k, n)
+            fold_minhash_blocks(hs, 5, n + 5, a, b, np.empty(k, np.uint64), blocks)
+            assert (wide == blocks).all(), (k, n)
             if n == 0:
                 assert (wide == 0xFFFFFFFF).all()
 

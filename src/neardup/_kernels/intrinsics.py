@@ -435,3 +435,58 @@ def _fold32_intrinsic(nvec):
 fold32x8 = _fold32_intrinsic(1)
 fold32x16 = _fold32_intrinsic(2)
 fold32x64 = _fold32_intrinsic(8)
+
+
+def _fold64_codegen(nvec):
+    v64 = ir.VectorType(_I64, 8)
+
+    def codegen(context, builder, signature, args):
+        hs_t, _, _, a_t, b_t, _, acc_t = signature.args
+        hs_v, lo_v, hi_v, a_v, b_v, j_v, acc_v = args
+
+        def ptr(aryty, ary, index):
+            data = context.make_array(aryty)(context, builder, ary).data
+            return builder.bitcast(builder.gep(data, [index]), v64.as_pointer())
+
+        blocks = []
+        for v in range(nvec):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            slot = cgutils.alloca_once(builder, v64)
+            builder.store(builder.load(ptr(acc_t, acc_v, at), align=8), slot)
+            blocks.append((builder.load(ptr(a_t, a_v, at), align=8), builder.load(ptr(b_t, b_v, at), align=8), slot))
+        hs_data = context.make_array(hs_t)(context, builder, hs_v).data
+        with cgutils.for_range_slice(builder, lo_v, hi_v, ir.Constant(_I64, 1)) as (i, _):
+            x = _splat(builder, builder.load(builder.gep(hs_data, [i])), v64)
+            for a, b, slot in blocks:
+                top = builder.add(builder.mul(a, x), b)
+                c = builder.load(slot)
+                builder.store(builder.select(builder.icmp_unsigned("<", top, c), top, c), slot)
+        for v, (_, _, slot) in enumerate(blocks):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            builder.store(builder.load(slot), ptr(acc_t, acc_v, at), align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _fold64_intrinsic(nvec):
+    codegen = _fold64_codegen(nvec)
+
+    def typer(typingctx, hashes, lo, hi, a, b, j, acc):
+        def contiguous(x):
+            return isinstance(x, types.Array) and x.ndim == 1 and x.layout == "C" and x.dtype == types.uint64
+
+        if not all(contiguous(x) for x in (hashes, a, b, acc)):
+            return None
+        i64 = types.int64
+        return types.void(hashes, i64, i64, a, b, i64, acc), codegen
+
+    typer.__name__ = f"fold64x{8 * nvec}"
+    typer.__doc__ = f"""``acc[j + l] = min(acc[j + l], (a[j + l] x + b[j + l]) mod 2**64 over x in hashes[lo:hi])``
+    for l = 0..{8 * nvec - 1} (unchecked bounds; C-contiguous uint64 arrays): 64-bit lanes, for
+    targets with a 64-bit lane multiply and unsigned minimum (AVX-512DQ: ``vpmullq``, ``vpminuq``)."""
+    return intrinsic(typer)
+
+
+fold64x64 = _fold64_intrinsic(8)
+fold64x8 = _fold64_intrinsic(1)
