@@ -1,4 +1,4 @@
-"""LLVM-level kernels: 64 ASCII bytes a step and eight short hashes at once, unaligned words, prefetches.
+"""LLVM-level kernels: 64 ASCII bytes a step, eight short hashes at once, unaligned words, prefetches, folds.
 
 numba cannot express AVX-512 byte compression (``vpcompressb``) or a byte shuffle that cuts eight
 overlapping windows from one load, so these are numba ``@intrinsic`` s that emit the LLVM IR
@@ -14,6 +14,11 @@ also with ``NUMBA_CPU_NAME=generic``).
 * ``load8``, ``store8``, ``ctz``: unaligned little-endian 8-byte loads and stores and a trailing
   zero count, for the JSON Lines scanner's 8 bytes at a time (:mod:`neardup._kernels.jsonl`).
 * ``prefetch``: a cache-line prefetch, for the LSH index's probes (:mod:`neardup._kernels.lsh`).
+* ``fold32x64``, ``fold32x16``, ``fold32x8``, ``fold64x64``, ``fold64x8``: the classic MinHash
+  fold permutation-major, a block of permutations' minima held in vector registers while the
+  hashes stream past (numba's loops keep them in memory), through 32-bit lanes for AVX2 and in
+  64-bit lanes for AVX-512DQ (:mod:`neardup._kernels.minhash`, whose plain fold gives the same
+  values; tests compare them).
 """
 
 from __future__ import annotations
