@@ -2,10 +2,11 @@
 
 numba compiles for the host CPU by default; ``NUMBA_CPU_NAME`` with an empty ``NUMBA_CPU_FEATURES``
 compiles for a named CPU's own feature set instead. The classic MinHash fold differs by target
-(:data:`neardup._kernels.minhash.WIDE_MULTIPLY`: 64-bit lanes with AVX-512DQ and on the SSE2
-baseline, 32-bit lanes on AVX2 without AVX-512DQ), and the shingling kernels take other paths
-without AVX-512 (:data:`neardup._kernels.intrinsics.SIMD64`). Each target runs in a subprocess
-on generated texts and hash sets; its signatures must equal this process's.
+(:func:`neardup._kernels.minhash.fold_set`: permutation-major in 64-bit lanes with AVX-512DQ,
+in 32-bit lanes on AVX2 without it, shingle-major on the SSE2 baseline), and the shingling
+kernels take other paths without AVX-512 (:data:`neardup._kernels.intrinsics.SIMD64`). Each
+target runs in a subprocess on generated texts and hash sets; its signatures must equal this
+process's.
 """
 
 from __future__ import annotations
