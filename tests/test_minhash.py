@@ -549,22 +549,87 @@ def test_text_scheme_required_for_sign():
 
 
 def test_fold_through_32_bit_lanes_equals_the_64_bit_fold():
-    """The AVX2 fold (32-bit lanes) gives the 64-bit fold's values bit for bit, whichever the
-    kernels use on this CPU; edge hashes (0, all ones, carries) included."""
-    from neardup._kernels.minhash import fold_minhash, fold_minhash32, permutations, split_permutations
+    """The AVX2 fold (32-bit lanes, blocks of 64, 16 and 8 permutations, the rest one by one,
+    the hashes in chunks) and the AVX-512 permutation-major fold (blocks of 64 and 8) give the
+    64-bit fold's values bit for bit, whichever the kernels use on this CPU (LLVM emulates what
+    the target lacks); edge hashes (0, all ones, carries), K not a multiple of 8, sets that start inside
+    the array and sets longer than a chunk included."""
+    from neardup._kernels.minhash import (
+        FOLD_CHUNK,
+        fold_minhash,
+        fold_minhash32,
+        fold_minhash_blocks,
+        permutations,
+        split_permutations,
+    )
 
     rng = np.random.default_rng(19)
-    for k in (1, 7, 64, 128):
+    for k in (1, 7, 8, 15, 16, 24, 64, 128, 131):
         a, b = permutations(np.uint64(rng.integers(0, 2**63)), k)
         halves = split_permutations(a, b)
         assert (halves[0].astype(np.uint64) | (halves[1].astype(np.uint64) << np.uint64(32)) == a).all()
-        for n in (0, 1, 2, 3, 50, 1001):
-            hs = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+        for n in (0, 1, 2, 3, 50, 1001, 2 * FOLD_CHUNK + 3):
+            hs = rng.integers(0, 2**64, n + 5, dtype=np.uint64, endpoint=False)
             if n >= 3:
-                hs[:3] = [0, 2**64 - 1, 2**32 - 1]
-            wide, narrow = np.empty(k, np.uint32), np.empty(k, np.uint32)
-            fold_minhash(hs, 0, n, a, b, np.empty(k, np.uint64), wide)
-            fold_minhash32(hs, 0, n, halves, np.empty(k, np.uint32), narrow)
+                hs[5:8] = [0, 2**64 - 1, 2**32 - 1]
+            wide, narrow, blocks = np.empty(k, np.uint32), np.empty(k, np.uint32), np.empty(k, np.uint32)
+            fold_minhash(hs, 5, n + 5, a, b, np.empty(k, np.uint64), wide)
+            fold_minhash32(hs, 5, n + 5, halves, b, np.empty(k, np.uint32), narrow)
             assert (wide == narrow).all(), (k, n)
+            fold_minhash_blocks(hs, 5, n + 5, a, b, np.empty(k, np.uint64), blocks)
+            assert (wide == blocks).all(), (k, n)
             if n == 0:
                 assert (wide == 0xFFFFFFFF).all()
+
+
+def test_drop_repeats_keeps_every_first_occurrence_in_order():
+    """``drop_repeats`` drops only hashes seen before: the first occurrence of every value
+    stays, in order; 0, 1 and all ones (the table's start values and their slots) included;
+    in place too."""
+    from neardup._kernels.minhash import SEEN_BITS, drop_repeats, seen_table
+
+    rng = np.random.default_rng(5)
+    seen = seen_table()
+    for n, distinct in ((0, 1), (1, 1), (10, 3), (500, 50), (3000, 2900), (1 << (SEEN_BITS + 1), 9000)):
+        pool = rng.integers(0, 2**64, distinct, dtype=np.uint64, endpoint=False)
+        pool[: min(3, distinct)] = [0, 1, 2**64 - 1][: min(3, distinct)]
+        hs = pool[rng.integers(0, distinct, n)]
+        out = np.empty(n, np.uint64)
+        m = drop_repeats(hs, 0, n, seen, out)
+        firsts = np.sort(np.unique(hs, return_index=True)[1])
+        kept = out[:m]
+        assert set(kept.tolist()) == set(hs.tolist())
+        # kept is a subsequence of hs that contains each first occurrence
+        it = iter(hs.tolist())
+        assert all(any(v == w for w in it) for v in kept.tolist())
+        assert set(hs[firsts].tolist()) <= set(kept.tolist())
+        assert m <= n and (n < 100 or m < n or distinct == n)
+        again = hs.copy()
+        assert drop_repeats(again, 0, n, seen, again) == m
+        assert np.array_equal(again[:m], kept)
+
+
+def test_sets_with_repeats_sign_as_their_distinct_elements():
+    """Repeated hashes (dropped before the fold, or not when rare) change no signature: the
+    CSR path and the text path give the signature of the distinct elements, whatever mix of
+    sets with many and with few repeats comes first."""
+    rng = np.random.default_rng(8)
+    mh = MinHasher.for_sets(128, seed=4)
+    sets, distinct = [], []
+    for i in range(60):
+        pool = rng.integers(0, 2**64, rng.integers(1, 400), dtype=np.uint64, endpoint=False)
+        reps = 20 if (i // 7) % 2 else 1
+        sets.append(np.concatenate([pool] * reps)[rng.permutation(len(pool) * reps)])
+        distinct.append(np.unique(pool))
+    sets.append(np.empty(0, np.uint64))
+    distinct.append(np.empty(0, np.uint64))
+
+    def csr(parts):
+        offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+        return np.concatenate(parts), offsets
+
+    assert np.array_equal(mh.sign_hashed(*csr(sets)).values, mh.sign_hashed(*csr(distinct)).values)
+    texts = ["abcab" * 200, "the cat the cat the cat", "", "x" * 5000, "Ünïcode ünïcode " * 40]
+    char = MinHasher(num_perm=64, seed=2, shingling=Shingling("char", 5))
+    hs, off = shingle_batch(texts, Shingling("char", 5), unique=True)
+    assert np.array_equal(char.sign(texts).values, char.sign_hashed(hs, off).values)

@@ -1,4 +1,4 @@
-"""LLVM-level kernels: 64 ASCII bytes a step and eight short hashes at once, unaligned words, prefetches.
+"""LLVM-level kernels: 64 ASCII bytes a step, eight short hashes at once, unaligned words, prefetches, folds.
 
 numba cannot express AVX-512 byte compression (``vpcompressb``) or a byte shuffle that cuts eight
 overlapping windows from one load, so these are numba ``@intrinsic`` s that emit the LLVM IR
@@ -14,6 +14,11 @@ also with ``NUMBA_CPU_NAME=generic``).
 * ``load8``, ``store8``, ``ctz``: unaligned little-endian 8-byte loads and stores and a trailing
   zero count, for the JSON Lines scanner's 8 bytes at a time (:mod:`neardup._kernels.jsonl`).
 * ``prefetch``: a cache-line prefetch, for the LSH index's probes (:mod:`neardup._kernels.lsh`).
+* ``fold32x64``, ``fold32x16``, ``fold32x8``, ``fold64x64``, ``fold64x8``: the classic MinHash
+  fold permutation-major, a block of permutations' minima held in vector registers while the
+  hashes stream past (numba's loops keep them in memory), through 32-bit lanes for AVX2 and in
+  64-bit lanes for AVX-512DQ (:mod:`neardup._kernels.minhash`, whose plain fold gives the same
+  values; tests compare them).
 """
 
 from __future__ import annotations
@@ -343,3 +348,150 @@ def prefetch(typingctx, arr, index):
         return context.get_dummy_value()
 
     return types.void(arr, index), codegen
+
+
+# --------------------------------------------------------------------------------------------
+# The classic MinHash fold through 32-bit lanes, permutation-major
+def _fold32_codegen(nvec):
+    lanes = 8 * nvec
+    v32 = ir.VectorType(_I32, 8)
+    v64 = ir.VectorType(_I64, 4)
+    v64x8 = ir.VectorType(_I64, 8)
+    low32 = ir.Constant(v64, [0xFFFFFFFF] * 4)
+    shift32 = ir.Constant(v64, [32] * 4)
+    # the top halves of the even and odd 64-bit products, back in permutation order
+    tops = ir.Constant(ir.VectorType(_I32, 8), [1, 9, 3, 11, 5, 13, 7, 15])
+
+    def codegen(context, builder, signature, args):
+        hs_t, _, _, al_t, ah_t, b_t, _, acc_t = signature.args
+        hs_v, lo_v, hi_v, al_v, ah_v, b_v, j_v, acc_v = args
+
+        def ptr(aryty, ary, index, vty):
+            data = context.make_array(aryty)(context, builder, ary).data
+            return builder.bitcast(builder.gep(data, [index]), vty.as_pointer())
+
+        blocks, cur = [], []
+        for v in range(nvec):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            al = builder.load(ptr(al_t, al_v, at, v32), align=4)
+            ah = builder.load(ptr(ah_t, ah_v, at, v32), align=4)
+            b = builder.load(ptr(b_t, b_v, at, v64x8), align=8)
+            undef8 = ir.Constant(v64x8, ir.Undefined)
+            b_even = builder.shuffle_vector(b, undef8, ir.Constant(ir.VectorType(_I32, 4), [0, 2, 4, 6]))
+            b_odd = builder.shuffle_vector(b, undef8, ir.Constant(ir.VectorType(_I32, 4), [1, 3, 5, 7]))
+            al64 = builder.bitcast(al, v64)
+            blocks.append((al, ah, builder.and_(al64, low32), builder.lshr(al64, shift32), b_even, b_odd))
+            slot = cgutils.alloca_once(builder, v32)
+            builder.store(builder.load(ptr(acc_t, acc_v, at, v32), align=4), slot)
+            cur.append(slot)
+        hs_data = context.make_array(hs_t)(context, builder, hs_v).data
+
+        undef = ir.Constant(v32, ir.Undefined)
+        lo, hi = (1, 0) if BIG_ENDIAN else (0, 1)
+        with cgutils.for_range_slice(builder, lo_v, hi_v, ir.Constant(_I64, 1)) as (i, _):
+            # one broadcast load of x; its 32-bit halves by in-lane shuffles (moving them through
+            # general registers cost six more instructions per hash and block)
+            x = _splat(builder, builder.load(builder.gep(hs_data, [i])), v64)
+            x32 = builder.bitcast(x, v32)
+            xl = builder.shuffle_vector(x32, undef, ir.Constant(v32, [2 * (q // 2) + lo for q in range(8)]))
+            xh = builder.shuffle_vector(x32, undef, ir.Constant(v32, [2 * (q // 2) + hi for q in range(8)]))
+            xl64 = builder.and_(x, low32)
+            for (al, ah, al_even, al_odd, b_even, b_odd), slot in zip(blocks, cur):
+                even = builder.add(builder.mul(al_even, xl64), b_even)
+                odd = builder.add(builder.mul(al_odd, xl64), b_odd)
+                upper = builder.shuffle_vector(builder.bitcast(even, v32), builder.bitcast(odd, v32), tops)
+                cross = builder.add(builder.mul(ah, xl), builder.mul(al, xh))
+                top = builder.add(upper, cross)
+                c = builder.load(slot)
+                builder.store(builder.select(builder.icmp_unsigned("<", top, c), top, c), slot)
+        for v, slot in enumerate(cur):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            builder.store(builder.load(slot), ptr(acc_t, acc_v, at, v32), align=4)
+        return context.get_dummy_value()
+
+    return lanes, codegen
+
+
+def _fold32_intrinsic(nvec):
+    lanes, codegen = _fold32_codegen(nvec)
+
+    def typer(typingctx, hashes, lo, hi, al, ah, b, j, acc):
+        def contiguous(a, dtype):
+            return isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and a.dtype == dtype
+
+        if not (
+            contiguous(hashes, types.uint64)
+            and contiguous(al, types.uint32)
+            and contiguous(ah, types.uint32)
+            and contiguous(b, types.uint64)
+            and contiguous(acc, types.uint32)
+        ):
+            return None
+        i64 = types.int64
+        return types.void(hashes, i64, i64, al, ah, b, i64, acc), codegen
+
+    typer.__name__ = f"fold32x{lanes}"
+    typer.__doc__ = f"""``acc[j + l] = min(acc[j + l], top half of (a x + b) mod 2**64 over x in hashes[lo:hi])``
+    for the {lanes} permutations l = 0..{lanes - 1} from ``j``, with ``a = ah 2**32 + al`` (unchecked
+    bounds; C-contiguous arrays). See :func:`~neardup._kernels.minhash.fold_minhash32` for the math."""
+    return intrinsic(typer)
+
+
+fold32x8 = _fold32_intrinsic(1)
+fold32x16 = _fold32_intrinsic(2)
+fold32x64 = _fold32_intrinsic(8)
+
+
+def _fold64_codegen(nvec):
+    v64 = ir.VectorType(_I64, 8)
+
+    def codegen(context, builder, signature, args):
+        hs_t, _, _, a_t, b_t, _, acc_t = signature.args
+        hs_v, lo_v, hi_v, a_v, b_v, j_v, acc_v = args
+
+        def ptr(aryty, ary, index):
+            data = context.make_array(aryty)(context, builder, ary).data
+            return builder.bitcast(builder.gep(data, [index]), v64.as_pointer())
+
+        blocks = []
+        for v in range(nvec):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            slot = cgutils.alloca_once(builder, v64)
+            builder.store(builder.load(ptr(acc_t, acc_v, at), align=8), slot)
+            blocks.append((builder.load(ptr(a_t, a_v, at), align=8), builder.load(ptr(b_t, b_v, at), align=8), slot))
+        hs_data = context.make_array(hs_t)(context, builder, hs_v).data
+        with cgutils.for_range_slice(builder, lo_v, hi_v, ir.Constant(_I64, 1)) as (i, _):
+            x = _splat(builder, builder.load(builder.gep(hs_data, [i])), v64)
+            for a, b, slot in blocks:
+                top = builder.add(builder.mul(a, x), b)
+                c = builder.load(slot)
+                builder.store(builder.select(builder.icmp_unsigned("<", top, c), top, c), slot)
+        for v, (_, _, slot) in enumerate(blocks):
+            at = builder.add(j_v, ir.Constant(_I64, 8 * v))
+            builder.store(builder.load(slot), ptr(acc_t, acc_v, at), align=8)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _fold64_intrinsic(nvec):
+    codegen = _fold64_codegen(nvec)
+
+    def typer(typingctx, hashes, lo, hi, a, b, j, acc):
+        def contiguous(x):
+            return isinstance(x, types.Array) and x.ndim == 1 and x.layout == "C" and x.dtype == types.uint64
+
+        if not all(contiguous(x) for x in (hashes, a, b, acc)):
+            return None
+        i64 = types.int64
+        return types.void(hashes, i64, i64, a, b, i64, acc), codegen
+
+    typer.__name__ = f"fold64x{8 * nvec}"
+    typer.__doc__ = f"""``acc[j + l] = min(acc[j + l], (a[j + l] x + b[j + l]) mod 2**64 over x in hashes[lo:hi])``
+    for l = 0..{8 * nvec - 1} (unchecked bounds; C-contiguous uint64 arrays): 64-bit lanes, for
+    targets with a 64-bit lane multiply and unsigned minimum (AVX-512DQ: ``vpmullq``, ``vpminuq``)."""
+    return intrinsic(typer)
+
+
+fold64x64 = _fold64_intrinsic(8)
+fold64x8 = _fold64_intrinsic(1)

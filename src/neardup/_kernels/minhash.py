@@ -6,14 +6,22 @@ hashes; :func:`minhash_csr` signs CSR sets, :func:`minhash_words_kernel` and
 :func:`minhash_chars_kernel` texts, shingled on the way by :mod:`neardup._kernels.shingles`. Every slot of the empty
 set's signature is :data:`EMPTY_VALUE`. The hash family is defined in :mod:`neardup.methods.minhash.scheme`.
 
-Two folds give identical values: :func:`fold_minhash` multiplies in 64-bit lanes, which is one
-instruction only with AVX-512DQ (``vpmullq``); without it (AVX2, the SSE2 baseline, most cloud and
+Three folds give identical values (:func:`fold_set` picks one). :func:`fold_minhash` multiplies
+in 64-bit lanes, which is one instruction only with AVX-512DQ (``vpmullq``), where
+:func:`fold_minhash_blocks` does the same permutation-major with the minima in registers (1.9x);
+without it (AVX2, the SSE2 baseline, most cloud and
 laptop CPUs) LLVM emulates each 64-bit multiply and each unsigned 64-bit minimum with several
 instructions, and :func:`fold_minhash32` evaluates the same top 32 bits through 32-bit lanes
-instead (the multiply-shift split into halves, see its docstring), 1.5x faster on AVX2 (but
-slower on the SSE2 baseline, which lacks 32-bit lane multiply and unsigned minimum, so that keeps
-the 64-bit fold). Which one the kernels use is fixed when they compile, from the CPU target numba
-compiles for (:data:`WIDE_MULTIPLY`); numba caches kernels per target, so each keeps its own.
+instead (the multiply-shift split into halves, permutation-major with the minima in registers;
+see its docstring), 2.1x the 64-bit fold on AVX2 (but slower on the SSE2 baseline, which lacks
+32-bit lane multiply and unsigned minimum, so that keeps the 64-bit fold). Which one the kernels
+use is fixed when they compile, from the CPU target numba compiles for (:data:`WIDE_MULTIPLY`,
+:data:`FOLD64_BLOCKS`);
+numba caches kernels per target, so each keeps its own.
+
+Repeated elements change no minimum, so character-shingled texts and hashed sets with many
+repeats are folded after :func:`drop_repeats` (a direct-mapped table that drops most repeats,
+never a first occurrence): same signature, a quarter fewer hashes to fold for character 5-grams.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import numba as nb
 import numpy as np
 
 from .hashing import splitmix64
+from .intrinsics import fold32x8, fold32x16, fold32x64, fold64x8, fold64x64
 from .shingles import (
     _WORD_LUT,
     HASH_BLOCK,
@@ -78,13 +87,8 @@ _AVX2_CPUS = _AVX512DQ_CPUS | frozenset(
 )
 
 
-def use_fold32() -> bool:
-    """Whether the CPU target numba compiles for has AVX2 (32-bit lane multiply and unsigned
-    minimum) but not AVX-512DQ (a 64-bit lane multiply): then :func:`fold_minhash32` is faster.
-    On the SSE2 baseline (no ``pmulld``, ``pminud``) it is slower, so the 64-bit fold stays.
-
-    Follows numba's own choice of target: ``NUMBA_CPU_NAME`` (default the host CPU) and
-    ``NUMBA_CPU_FEATURES`` (default the host's features; empty: the named CPU's own)."""
+def _target() -> tuple[str, set[str] | None]:
+    """The CPU name numba compiles for and its feature flags (None: the named CPU's own)."""
     import llvmlite.binding as ll
     from numba.core import config
 
@@ -92,14 +96,34 @@ def use_fold32() -> bool:
     features = config.CPU_FEATURES
     if features is None:
         features = ll.get_host_cpu_features().flatten()
-    if features:
-        flags = set(features.split(","))
+    return name, (set(features.split(",")) if features else None)
+
+
+def use_fold64_blocks() -> bool:
+    """Whether the CPU target has AVX-512DQ (``vpmullq``; with AVX-512F's ``vpminuq``): then
+    :func:`fold_minhash_blocks` holds 64 minima in eight ``zmm`` registers per pass."""
+    name, flags = _target()
+    if flags is not None:
+        return "+avx512dq" in flags and "+avx512f" in flags
+    return name in _AVX512DQ_CPUS
+
+
+def use_fold32() -> bool:
+    """Whether the CPU target numba compiles for has AVX2 (32-bit lane multiply and unsigned
+    minimum) but not AVX-512DQ (a 64-bit lane multiply): then :func:`fold_minhash32` is faster.
+    On the SSE2 baseline (no ``pmulld``, ``pminud``) it is slower, so the 64-bit fold stays.
+
+    Follows numba's own choice of target: ``NUMBA_CPU_NAME`` (default the host CPU) and
+    ``NUMBA_CPU_FEATURES`` (default the host's features; empty: the named CPU's own)."""
+    name, flags = _target()
+    if flags is not None:
         return "+avx2" in flags and "+avx512dq" not in flags
     return name in _AVX2_CPUS and name not in _AVX512DQ_CPUS
 
 
 # fixed when the kernels compile (numba freezes globals); numba caches per CPU target
 WIDE_MULTIPLY = not use_fold32()
+FOLD64_BLOCKS = WIDE_MULTIPLY and use_fold64_blocks()
 
 
 @nb.njit(cache=True)
@@ -127,16 +151,80 @@ def split_permutations(a, b):
     return halves
 
 
+SEEN_BITS = 14
+""":func:`drop_repeats` remembers at most ``2**SEEN_BITS`` hashes (128 KiB, within L2)."""
+
+
+@nb.njit(cache=True, nogil=True)
+def seen_table():
+    """Scratch for :func:`drop_repeats`."""
+    return np.empty(1 << SEEN_BITS, dtype=np.uint64)
+
+
+@nb.njit(inline="always", cache=True)
+def drop_repeats(hashes, lo, hi, seen, out):
+    """Copy ``hashes[lo:hi]`` to ``out`` in order, leaving out some of the hashes that occurred
+    before (not necessarily all); return how many were copied. ``out`` may be ``hashes`` itself
+    when ``lo`` is 0 (the copy never overtakes the reading).
+
+    A MinHash slot is a minimum, so a repeated element changes no slot and dropping repeats
+    gives the same signature, for less folding (character 5-grams of English repeat ~24% within
+    a document, word 5-grams ~1.5%). ``seen`` (from :func:`seen_table`) is a direct-mapped
+    table: hash x goes to slot ``s(x) = (x * gamma mod 2^64) >> (64 - bits)``, and x is dropped
+    exactly when slot s(x) holds x, which only a hash stored in this call can put there: the
+    table starts with 0 in every slot but slot 0 and 1 in slot 0, and s(0) = 0 while s(1) > 0
+    (gamma's top bit is set). A collision overwrites a slot, so some repeats pass: harmless.
+    Branch-free, about a nanosecond per hash, and 16 bytes of table to clear per hash.
+    """
+    n = hi - lo
+    bits = 6
+    while (1 << bits) < 2 * n and bits < SEEN_BITS:
+        bits += 1
+    size = 1 << bits
+    for s in range(size):
+        seen[s] = 0
+    seen[0] = 1
+    shift = np.uint64(64 - bits)
+    gamma = np.uint64(_GAMMA)
+    m = 0
+    for i in range(lo, hi):
+        x = hashes[i]
+        s = (x * gamma) >> shift
+        out[m] = x
+        m += seen[s] != x
+        seen[s] = x
+    return m
+
+
+REPEAT_PROBE = 16
+""":func:`minhash_csr` drops repeats from every set while they are at least 1/16 of the previous
+set's elements, and otherwise from every 16th set only (to notice when they come back)."""
+
+REPEAT_MAX = 1 << 16
+""":func:`minhash_csr` folds larger sets as they are (the copy without repeats would take as much
+memory as the set; the table remembers only ``2**SEEN_BITS`` hashes anyway)."""
+
+
 @nb.njit(cache=True, nogil=True)
 def minhash_csr(hashes, offsets, a, b, out):
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
     acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    seen = seen_table()
+    longest = 0
     for d in range(offsets.shape[0] - 1):
-        if WIDE_MULTIPLY:
-            fold_minhash(hashes, offsets[d], offsets[d + 1], a, b, acc, out[d])
-        else:
-            fold_minhash32(hashes, offsets[d], offsets[d + 1], halves, acc32, out[d])
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    kept = np.empty(min(longest, REPEAT_MAX), dtype=np.uint64)
+    repeats = True
+    for d in range(offsets.shape[0] - 1):
+        lo, hi = offsets[d], offsets[d + 1]
+        if (repeats or d % REPEAT_PROBE == 0) and hi - lo <= REPEAT_MAX:
+            m = drop_repeats(hashes, lo, hi, seen, kept)
+            if hi > lo:
+                repeats = (hi - lo - m) * REPEAT_PROBE >= hi - lo
+            fold_set(kept, 0, m, a, b, halves, acc, acc32, out[d])
+        else:  # a separate call: one array that is either of two made the SSE2 fold 10% slower
+            fold_set(hashes, lo, hi, a, b, halves, acc, acc32, out[d])
 
 
 @nb.njit(inline="always", cache=True)
@@ -166,37 +254,107 @@ def fold_minhash(hashes, lo, hi, a, b, acc, sig):
         sig[j] = np.uint32(acc[j] >> np.uint64(32))
 
 
-@nb.njit(inline="always", cache=True)
-def fold_minhash32(hashes, lo, hi, halves, acc, sig):
-    """Set ``sig`` to the classic MinHash of ``hashes[lo:hi]``, as :func:`fold_minhash`, through
-    32-bit lanes (``halves`` from :func:`split_permutations`, ``acc`` uint32[K] scratch).
+FOLD_CHUNK = 1024
+""":func:`fold_minhash32` takes a set's hashes this many at a time (8 KiB, so that they stay in L1
+while every block of permutations passes over them)."""
 
-    With ``a = a_h 2^32 + a_l``, ``b = b_h 2^32 + b_l``, ``x = x_h 2^32 + x_l`` and
-    ``p = a_l x_l`` (a 32 x 32 -> 64-bit product), the top half of ``(a x + b) mod 2^64`` is
-    ``(hi(p) + a_h x_l + a_l x_h + b_h + c) mod 2^32``, where ``c`` is the carry out of
-    ``lo(p) + b_l``; the terms ``a_h x_h 2^64`` and the high halves of ``a_h x_l``, ``a_l x_h``
-    vanish mod 2^64 (Knuth, TAOCP vol. 2, 4.3.1, schoolbook multiplication). The minimum is
-    taken over these 32-bit values directly (``v -> v >> 32`` is monotone), so every lane
-    operation is one AVX2 instruction: ``vpmuludq``, ``vpmulld``, ``vpaddd``, ``vpminud``.
+
+@nb.njit(inline="always", cache=True)
+def fold_minhash_blocks(hashes, lo, hi, a, b, acc, sig):
+    """Set ``sig`` to the classic MinHash of ``hashes[lo:hi]``, as :func:`fold_minhash`, with
+    AVX-512DQ: permutation-major, 64 permutations a pass (their 64-bit minima in eight ``zmm``
+    registers, ``a`` and ``b`` in eight more, so per hash and 8 permutations one ``vpmullq``,
+    ``vpaddq``, ``vpminuq`` and no loads or stores), the hashes :data:`FOLD_CHUNK` at a time
+    (:func:`~neardup._kernels.intrinsics.fold64x64`, ``fold64x8``; ``acc`` uint64[K] scratch,
+    ``hashes`` C-contiguous). 1.9x :func:`fold_minhash`, which loads and stores every minimum
+    for every two hashes."""
+    k = acc.shape[0]
+    for j in range(k):
+        acc[j] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    for c0 in range(lo, hi, FOLD_CHUNK):
+        c1 = min(c0 + FOLD_CHUNK, hi)
+        j = 0
+        while j + 64 <= k:
+            fold64x64(hashes, c0, c1, a, b, j, acc)
+            j += 64
+        while j + 8 <= k:
+            fold64x8(hashes, c0, c1, a, b, j, acc)
+            j += 8
+        for r in range(j, k):
+            best = acc[r]
+            for i in range(c0, c1):
+                best = min(best, a[r] * hashes[i] + b[r])
+            acc[r] = best
+    for j in range(k):
+        sig[j] = np.uint32(acc[j] >> np.uint64(32))
+
+
+@nb.njit(inline="always", cache=True)
+def fold_set(hashes, lo, hi, a, b, halves, acc, acc32, sig):
+    """``sig`` = the classic MinHash of ``hashes[lo:hi]`` by the fold for the compile target:
+    :func:`fold_minhash_blocks` (AVX-512DQ), :func:`fold_minhash32` (AVX2 without it) or
+    :func:`fold_minhash` (otherwise: the SSE2 baseline). Same values from all three."""
+    if FOLD64_BLOCKS:
+        fold_minhash_blocks(hashes, lo, hi, a, b, acc, sig)
+    elif WIDE_MULTIPLY:
+        fold_minhash(hashes, lo, hi, a, b, acc, sig)
+    else:
+        fold_minhash32(hashes, lo, hi, halves, b, acc32, sig)
+
+
+@nb.njit(inline="always", cache=True)
+def fold_minhash32(hashes, lo, hi, halves, b, acc, sig):
+    """Set ``sig`` to the classic MinHash of ``hashes[lo:hi]``, as :func:`fold_minhash`, through
+    32-bit lanes (``halves`` from :func:`split_permutations`, ``b`` the 64-bit ``b_k``, ``acc``
+    uint32[K] scratch; ``hashes`` C-contiguous).
+
+    With ``a = a_h 2^32 + a_l`` and ``x = x_h 2^32 + x_l``, the top half of ``(a x + b) mod 2^64``
+    is ``(hi((a_l x_l + b) mod 2^64) + a_h x_l + a_l x_h) mod 2^32``: ``a x + b`` is
+    ``(a_l x_l + b) + 2^32 (a_h x_l + a_l x_h) + 2^64 a_h x_h``, the last term vanishes mod
+    2^64, and adding a multiple of 2^32 to a 64-bit value adds to its top half only (the carry
+    out of the low half is already in ``a_l x_l + b``; Knuth, TAOCP vol. 2, 4.3.1). The minimum
+    is taken over these 32-bit values directly (``v -> v >> 32`` is monotone).
+
+    Permutation-major: a block of 64 permutations (then 16, then 8) keeps its 64 minima in eight
+    vector registers while the hashes stream past (its ``a_l``, ``a_h``, ``b`` are operands read
+    from L1, which the load ports absorb), and per hash and 8 permutations costs two ``vpmuludq``
+    (even and odd lanes, 32 x 32 -> 64 bits, ``b`` added in 64 bits), two ``vpmulld``, four adds,
+    a shift, a blend and ``vpminud``, no loads or stores of minima, and the hash's three
+    broadcasts once per block (the intrinsics :func:`~neardup._kernels.intrinsics.fold32x64`,
+    ``fold32x16``, ``fold32x8``; blocks of 16 kept their constants in registers but paid the
+    broadcasts four times as often, 1.2x slower). The hashes are taken :data:`FOLD_CHUNK` at a
+    time; the permutations left over (K mod 8) are folded one by one.
     """
     k = acc.shape[0]
     for j in range(k):
         acc[j] = np.uint32(0xFFFFFFFF)
+    al = halves[0]
+    ah = halves[1]
     m = np.uint64(0xFFFFFFFF)
-    for i in range(lo, hi):
-        x = hashes[np.uint64(i)]
-        xl = np.uint32(x & m)
-        xh = np.uint32(x >> np.uint64(32))
-        for j in range(k):
-            al = halves[0, j]
-            p = np.uint64(al) * np.uint64(xl)
-            low = np.uint32(p)
-            s = np.uint32(low + halves[2, j])
-            c = np.uint32(1) if s < low else np.uint32(0)
-            top = np.uint32(
-                np.uint32(p >> np.uint64(32)) + np.uint32(halves[1, j] * xl) + np.uint32(al * xh) + halves[3, j] + c
-            )
-            acc[j] = min(acc[j], top)
+    for c0 in range(lo, hi, FOLD_CHUNK):
+        c1 = min(c0 + FOLD_CHUNK, hi)
+        j = 0
+        while j + 64 <= k:
+            fold32x64(hashes, c0, c1, al, ah, b, j, acc)
+            j += 64
+        while j + 16 <= k:
+            fold32x16(hashes, c0, c1, al, ah, b, j, acc)
+            j += 16
+        if j + 8 <= k:
+            fold32x8(hashes, c0, c1, al, ah, b, j, acc)
+            j += 8
+        for r in range(j, k):
+            alr, ahr, br = np.uint64(al[r]), np.uint32(ah[r]), b[r]
+            best = acc[r]
+            for i in range(c0, c1):
+                x = hashes[i]
+                top = np.uint32(
+                    np.uint32((alr * (x & m) + br) >> np.uint64(32))
+                    + np.uint32(ahr * np.uint32(x & m))
+                    + np.uint32(np.uint32(alr) * np.uint32(x >> np.uint64(32)))
+                )
+                best = min(best, top)
+            acc[r] = best
     for j in range(k):
         sig[j] = acc[j]
 
@@ -226,10 +384,7 @@ def _token_cut(data, i, end):
 def _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig):
     """``sig = min(sig, MinHash of hs[:m])``, slot by slot: exact, as a slot is a monotone
     function (the top half) of the minimum over the elements."""
-    if WIDE_MULTIPLY:
-        fold_minhash(hs, 0, m, a, b, acc, tmp)
-    else:
-        fold_minhash32(hs, 0, m, halves, acc32, tmp)
+    fold_set(hs, 0, m, a, b, halves, acc, acc32, tmp)
     for j in range(sig.shape[0]):
         sig[j] = min(sig[j], tmp[j])
 
@@ -358,31 +513,28 @@ def minhash_words_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
             counts[d] = -1
             continue
         c = word_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
-        if WIDE_MULTIPLY:
-            fold_minhash(hs, 0, c, a, b, acc, sigs[d])
-        else:
-            fold_minhash32(hs, 0, c, halves, acc32, sigs[d])
+        fold_set(hs, 0, c, a, b, halves, acc, acc32, sigs[d])
         counts[d] = c
 
 
 @nb.njit(cache=True, nogil=True)
 def minhash_chars_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
     """:func:`minhash_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``; no
-    document is left out)."""
+    document is left out). Character shingles repeat often within a document, so they are folded
+    after :func:`drop_repeats` (same signature; the count is that of all shingles)."""
     windowed = kind & 1 == WORD_KIND
     buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
     acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    seen = seen_table()
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
         if windowed and ends[d] - starts[d] > LONG_DOC:
             counts[d] = -1
             continue
         c = char_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
-        if WIDE_MULTIPLY:
-            fold_minhash(hs, 0, c, a, b, acc, sigs[d])
-        else:
-            fold_minhash32(hs, 0, c, halves, acc32, sigs[d])
+        m = drop_repeats(hs, 0, c, seen, hs)
+        fold_set(hs, 0, m, a, b, halves, acc, acc32, sigs[d])
         counts[d] = c
