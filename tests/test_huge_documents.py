@@ -17,18 +17,22 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
+from click.testing import CliRunner
 from hypothesis import strategies as st
 
 import neardup.io.jsonl as jsonl_module
 import neardup.text.shingles as shingles_module
 from neardup._kernels.charclass import CHAR_CLASS
 from neardup._kernels.minhash import fold_long_doc, minhash_texts_kernel, permutations
+from neardup.cli.main import main
 from neardup.io.policy import ReadStats
 from neardup.io.read import read_documents
 from neardup.io.write import write_kept
 from neardup.text.shingles import Shingling, encode_for_sketch, kind_code
+from neardup.text.utf8 import Utf8Text
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 _ALPHABET = list("abcdefgh  ,.-!XYZ0123\n\t") + ["é", "東", "京", "\u00ad", "ß", "\u200b", "Ǆ", "ﬁ"]
@@ -142,3 +146,94 @@ def test_a_60_mb_document_takes_at_most_3_5_times_its_size(tmp_path):
     # the text as a str and its UTF-8 bytes for the kernels, with room for the rest: 2.9x
     # measured (173 MB over the baseline); 6.2x before (374 MB)
     assert peak - base <= 3.5 * 60, f"peak {peak:.0f} MB, baseline {base:.0f} MB"
+
+
+def _corpus(path: Path) -> None:
+    rng = random.Random(3)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 7))) for _ in range(400)]
+    base = " ".join(rng.choices(words, k=3000))
+    near = " ".join(w if rng.random() > 0.02 else "changed" for w in base.split(" "))
+    records = [
+        {"id": "a", "text": base},
+        {"id": "b", "text": near},  # a candidate pair with a, verified on its shingle sets
+        {"id": "c", "text": base.upper()},  # a copy of a for the exact pre-pass (case folded)
+        {"id": "d", "text": "Grüße aus Köln, ΣΟΦΊΑ " + base},  # non-ASCII: normalized as a str
+        {"id": "e", "text": "Ｆｕｌｌ width " + near},  # NFKC changes it
+        {"id": "f", "text": "an escape\\n " + base},  # JSON escapes: read as a str
+        {"id": "g", "text": "short one"},
+        {"id": "h", "text": "Short  ONE"},
+    ]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--verify", "exact"],
+        ["--verify", "exact", "--char-ngram", "5", "--threshold", "0.7"],
+        ["--sketch", "oph", "--ngram", "3"],
+        ["--verify", "exact", "--sketch", "oph", "--no-exact-prepass", "--workers", "1"],
+    ],
+)
+def test_texts_read_as_utf8_bytes_give_the_outputs_of_str_texts(tmp_path, options):
+    """Every text read as its bytes (a Utf8Text, no str) gives byte for byte the outputs of the
+    ordinary path: kept and removed records, clusters, pairs, in JSONL and Parquet."""
+    src = tmp_path / "in.jsonl"
+    _corpus(src)
+
+    def run(name: str) -> dict[str, bytes]:
+        out = tmp_path / name
+        out.mkdir()
+        names = ["kept.jsonl", "removed.parquet", "clusters.csv", "pairs.csv"]
+        flags = ["-o", "--removed", "--clusters", "--pairs"]
+        args = ["dedup", str(src), *[a for f, n in zip(flags, names) for a in (f, str(out / n))], "-q", *options]
+        res = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        return {n: (out / n).read_bytes() for n in names if n != "removed.parquet"} | {
+            "removed": str(pq.read_table(out / "removed.parquet").to_pylist()).encode()
+        }
+
+    ordinary = run("str")
+    made = []
+    init = Utf8Text.__init__
+
+    def counted(self, data):
+        init(self, data)
+        made.append(len(self.data))
+
+    with (
+        mock.patch.object(jsonl_module, "_HUGE_BLOCK", 0),  # every block takes the long-line path
+        mock.patch.object(jsonl_module, "UTF8_TEXT_MIN", 1),  # and every plain text is a Utf8Text
+        mock.patch.object(Utf8Text, "__init__", counted),
+    ):
+        as_bytes = run("bytes")
+    scans = 2 if "exact" in options else 1  # --verify exact reads the input again
+    assert len(made) == scans * 7  # the texts without escapes
+    assert as_bytes == ordinary
+    assert ordinary["kept.jsonl"].count(b"\n") < 8 and ordinary["pairs.csv"].count(b"\n") > 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(_texts, max_size=6),
+    as_bytes=st.lists(st.booleans(), min_size=6, max_size=6),
+    casefold=st.booleans(),
+    sketch=st.sampled_from(["classic", "oph"]),
+)
+def test_utf8_texts_give_the_keys_and_signatures_of_str_texts(texts, as_bytes, casefold, sketch):
+    from neardup.core.documents import DocBatch
+    from neardup.methods.minhash.config import MinHashConfig
+    from neardup.methods.minhash.plan import encode_batch, shingle_sets, sketch_batch
+
+    config = MinHashConfig(shingling=Shingling("word", 2, casefold=casefold), num_perm=16, sketch=sketch)
+    mixed = [Utf8Text(memoryview(t.encode())) if b else t for t, b in zip(texts, as_bytes)]
+    chosen = np.array([i % 3 != 1 for i in range(len(texts))])
+    got, want = [], []
+    for out, batch in ((got, DocBatch(0, list(map(str, range(len(texts)))), mixed)), (want, DocBatch(0, [], texts))):
+        for keys_wanted in (False, True):
+            prepared, keys = encode_batch(config, batch, keys_wanted)
+            sig = sketch_batch(config, prepared, chosen)
+            out.append((None if keys is None else keys.tolist(), sig["values"].tolist(), sig["counts"].tolist()))
+        docs, values, sizes = shingle_sets(config, DocBatch(0, [], batch.texts), chosen)
+        out.append((docs.tolist(), values.tolist(), sizes.tolist()))
+    assert got == want

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from ..core.documents import DocBatch
 from ..text.html import html_to_text
@@ -303,12 +304,21 @@ class FileSource:
         self.stats = stats if stats is not None else ReadStats()
         self._fresh = True
 
-    def __call__(self) -> Iterator[DocBatch]:
-        """Read the documents here (the first read counts into ``stats``)."""
+    def __call__(self, *, utf8_texts: bool = False) -> Iterator[DocBatch]:
+        """Read the documents here (the first read counts into ``stats``). ``utf8_texts``: a very
+        long JSONL text may come as a :class:`~neardup.text.utf8.Utf8Text` (not with ``html``,
+        whose conversion needs a ``str``)."""
         stats = self.stats if self._fresh else None
         self._fresh = False
         policy = self.options.policy(stats, None if stats is not None else self.stats.snapshot)
+        if utf8_texts and not policy.html:
+            policy = replace(policy, utf8_texts=True)
         return _batches(self.sources, policy, self.options.batch_size)
+
+    def with_utf8_texts(self) -> Callable[[], Iterator[DocBatch]]:
+        """This source, reading very long JSONL texts as :class:`~neardup.text.utf8.Utf8Text` (for an
+        engine running a plan whose stages take them: :attr:`neardup.core.plan.Plan.utf8_texts`)."""
+        return partial(self.__call__, utf8_texts=True)
 
     def claim_stats(self) -> ReadStats | None:
         """The stats to fill by a first read done elsewhere (None after the first read)."""

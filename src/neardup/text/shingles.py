@@ -21,11 +21,13 @@ from .._kernels.shingles import CHAR_KIND, LOWER_ASCII, WORD_KIND, shingle_texts
 from ..core.schemes import Record
 from ..core.validation import Boolean, Choice, Integer, check
 from .normalize import normalize
+from .utf8 import Utf8Text, as_str
 
 __all__ = [
     "MAX_SHINGLE_SIZE",
     "Shingling",
     "encode_for_sketch",
+    "encode_segments",
     "encode_texts",
     "kind_code",
     "shingle",
@@ -83,6 +85,7 @@ def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray
     other texts go through :func:`neardup.text.normalize.normalize`. Same bytes either way.
     """
     nfkc, casefold = shingling.nfkc, shingling.casefold
+    texts = [as_str(t) for t in texts]
     if casefold:
         encoded = [
             t.encode("ascii").lower()
@@ -164,17 +167,19 @@ def encode_for_sketch(
         others = []
         for i, t in enumerate(part):
             lengths[a + i] = len(t)
-            if len(t) > _HUGE_TEXT or not t.isascii():
+            if len(t) > _HUGE_TEXT or not t.isascii() or type(t) is Utf8Text:
                 others.append(i)
         done = 0
         for i in others:
             if i > done:
                 pieces.append("".join(part[done:i]).encode("ascii"))
             t = part[i]
-            if t.isascii():
+            if type(t) is Utf8Text and t.isascii():
+                pieces.append(t.data)  # its bytes as they are
+            elif t.isascii():
                 pieces.append(t)  # huge: encoded into the batch's buffer below
             else:
-                b = _encode_lean(t, nfkc, casefold)
+                b = _encode_lean(as_str(t), nfkc, casefold)
                 pieces.append(b)
                 lengths[a + i] = len(b)
             done = i + 1
@@ -197,7 +202,7 @@ def encode_for_sketch(
     elif writable:
         data = bytearray(pieces[0]) if len(pieces) == 1 else bytearray().join(pieces)
     else:
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        data = bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
     arr = np.frombuffer(data, dtype=np.uint8)
     if not writable and arr.flags.writeable:
         arr.flags.writeable = False
@@ -205,6 +210,36 @@ def encode_for_sketch(
 
 
 _HUGE_TEXT = 1 << 23
+
+
+def encode_segments(
+    texts: Sequence[str | Utf8Text], shingling: Shingling, *, writable: bool = False
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`encode_for_sketch` of ``texts`` in segments ``(first text, data, offsets)``, in
+    order: runs of texts packed together, and each ASCII :class:`~neardup.text.utf8.Utf8Text`
+    alone as a view of its own bytes (read-only even with ``writable``: never copied).
+
+    A huge document's bytes are then the reader's and nobody else's: packing them with the
+    batch's other texts would copy them (a 200 MB document twice). An ASCII text needs no NFKC
+    and its case is folded by the kernels, so its bytes are already what the sketch reads.
+
+    >>> segs = encode_segments(["a", Utf8Text(memoryview(b"B c")), "d"], Shingling())
+    >>> [(first, bytes(data), offsets.tolist()) for first, data, offsets in segs]
+    [(0, b'a', [0, 1]), (1, b'B c', [0, 3]), (2, b'd', [0, 1])]
+    """
+    if not isinstance(texts, list):
+        texts = list(texts)
+    views = [i for i, t in enumerate(texts) if type(t) is Utf8Text and t.isascii()]
+    out = []
+    at = 0
+    for i in views:
+        if i > at:
+            out.append((at, *encode_for_sketch(texts[at:i], shingling, writable=writable)))
+        out.append((i, texts[i].array(), np.array([0, len(texts[i].data)], dtype=np.int64)))
+        at = i + 1
+    if at < len(texts) or not out:
+        out.append((at, *encode_for_sketch(texts[at:], shingling, writable=writable)))
+    return out
 
 
 def kind_code(shingling: Shingling) -> int:
