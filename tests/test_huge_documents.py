@@ -19,8 +19,8 @@ from unittest import mock
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
 from click.testing import CliRunner
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.io.jsonl as jsonl_module
