@@ -26,11 +26,13 @@ from hypothesis import strategies as st
 import neardup.io.jsonl as jsonl_module
 import neardup.text.shingles as shingles_module
 from neardup._kernels.charclass import CHAR_CLASS
-from neardup._kernels.minhash import fold_long_doc, minhash_texts_kernel, permutations
+from neardup._kernels.minhash import fold_long_doc, minhash_texts_kernel, oph_long_doc, permutations
+from neardup._kernels.oph import oph_texts_kernel
 from neardup.cli.main import main
 from neardup.io.policy import ReadStats
 from neardup.io.read import read_documents
 from neardup.io.write import write_kept
+from neardup.methods.minhash.oph import oph_params, oph_sequence
 from neardup.text.shingles import Shingling, encode_for_sketch, kind_code
 from neardup.text.utf8 import Utf8Text
 
@@ -53,6 +55,33 @@ def test_windowed_minhash_equals_the_whole_document(text, n, window, casefold):
     assert got == count[0]
     if got:
         assert sig.tolist() == whole[0].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_texts, n=st.sampled_from([1, 2, 3, 5, 9]), window=st.integers(1, 40), k=st.sampled_from([16, 24]))
+def test_windowed_oph_equals_the_whole_document(text, n, window, k):
+    sh = Shingling("word", n)
+    params = oph_params(3)
+    seq = oph_sequence(params, k)
+    data, off = encode_for_sketch([text], sh)
+    whole = np.empty((1, k), np.uint32)
+    count = np.empty(1, np.int64)
+    oph_texts_kernel(data, off[:-1], off[1:], CHAR_CLASS, kind_code(sh), n, False, params, seq, whole, count)
+    sig = np.empty(k, np.uint32)
+    got = oph_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, params, seq, sig, window)
+    assert got == count[0] and sig.tolist() == whole[0].tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(texts=st.lists(_texts, max_size=6), sketch=st.sampled_from(["classic", "oph"]))
+def test_long_documents_of_a_batch_are_signed_as_the_others(texts, sketch):
+    import neardup.methods.minhash.sketch as sketch_module
+
+    hasher = sketch_module.MinHasher(num_perm=24, shingling=Shingling("word", 3), sketch=sketch)
+    want = hasher.sign_texts_with_counts(texts)
+    with mock.patch.object(sketch_module, "LONG_DOC", 20), mock.patch.object(sketch_module, "WINDOW", 7):
+        got = hasher.sign_texts_with_counts(texts)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,6 +22,7 @@ import numba as nb
 import numpy as np
 
 from .hashing import splitmix64
+from .oph import densify, oph_fold_many
 from .shingles import (
     _WORD_LUT,
     HASH_BLOCK,
@@ -260,7 +261,36 @@ def _scratch_bytes(size):
 @nb.njit(cache=True, nogil=True)
 def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
     """``sig`` = the classic MinHash of the word n-gram shingles of ``data[start:end]``, tokenized
-    ``window`` bytes at a time; returns the number of shingles. Same signature and count as
+    ``window`` bytes at a time (:func:`_fold_windows`); returns the number of shingles."""
+    return _fold_windows(data, start, end, table, kind, n, a, b, np.uint64(0), False, sig, window)
+
+
+@nb.njit(cache=True, nogil=True)
+def oph_long_doc(data, start, end, table, kind, n, params, seq, sig, window):
+    """``sig`` = the densified one-permutation MinHash (as ``oph_texts_kernel``) of the word
+    n-gram shingles of ``data[start:end]``, tokenized ``window`` bytes at a time; returns the
+    number of shingles. A bin's value is the minimum over the shingles that fall in it, so the
+    windows' bins combine by a minimum as classic slots do; densification comes last."""
+    none = np.zeros(1, dtype=np.uint64)
+    c = _fold_windows(data, start, end, table, kind, n, none, none, params[0], True, sig, window)
+    densify(sig, params[1], params[2], seq, np.empty(sig.shape[0], dtype=np.uint32))
+    return c
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values):
+    """Fold ``hs[:m]`` into ``sig``: its OPH bins (``oph``) or its classic slots."""
+    if oph:
+        oph_fold_many(hs, 0, m, salt, sig, bins, values)
+    else:
+        _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_windows(data, start, end, table, kind, n, a, b, salt, oph, sig, window):
+    """``sig`` = the classic MinHash (``oph``: the undensified OPH bins, salt ``salt``) of the
+    word n-gram shingles of ``data[start:end]``, tokenized ``window`` bytes at a time; returns
+    the number of shingles. Same signature and count as
     :func:`~neardup._kernels.shingles.doc_hashes` and a fold over the whole text.
 
     Windows end at an ASCII byte that separates tokens, so each token lies in one window and is
@@ -283,6 +313,8 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
     buf = _scratch_bytes(0)
     pos = np.empty(2, dtype=np.int64)
     hs = np.empty(2 * MAX_N, dtype=np.uint64)
+    bins = np.empty(hs.shape[0], dtype=np.uint64)
+    values = np.empty(hs.shape[0], dtype=np.uint32)
     tail = _scratch_bytes(0)
     tail_pos = np.empty(MAX_N, dtype=np.int64)
     ntail = 0
@@ -298,6 +330,8 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
             buf = _scratch_bytes(cap)
             pos = np.empty(cap + 2, dtype=np.int64)
             hs = np.empty(max(cap + 2, 2 * MAX_N), dtype=np.uint64)
+            bins = np.empty(hs.shape[0], dtype=np.uint64)
+            values = np.empty(hs.shape[0], dtype=np.uint32)
         words = buf.view(np.uint64)
         units, _ = _word_tokens(data, ws, we, table, buf, pos, lowbit)
         if we < end and units < n:
@@ -306,12 +340,12 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
         if ws == start and we == end:  # one window: the document as a whole
             c = doc_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
             if c:
-                _fold_into(hs, c, a, b, halves, acc, acc32, tmp, sig)
+                _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
             return c
         if units >= n:
             m = units - n + 1
             _hash_starts(buf, words, pos, m, n, 1, hs, 0, scratch)
-            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
             total += m
         if ntail and units:
             head = min(n - 1, units)
@@ -322,7 +356,7 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
             seam_pos[ntail + head] = _copy_tokens(buf, pos, 0, head, seam, seam_pos, tail_len, ntail)
             m = ntail + head - n + 1
             _hash_starts(seam, seam.view(np.uint64), seam_pos, m, n, 1, hs, 0, scratch)
-            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
             total += m
         if we < end and n > 1:  # the last n - 1 tokens begin the next seam
             ntail = n - 1

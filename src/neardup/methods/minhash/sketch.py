@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import MASK64, hash_ints, hash_spans
-from ..._kernels.minhash import minhash_csr, minhash_texts_kernel
+from ..._kernels.minhash import LONG_DOC, WINDOW, minhash_csr, minhash_texts_kernel, oph_long_doc
 from ..._kernels.oph import oph_csr_kernel, oph_texts_kernel
 from ...core.validation import Choice, Instance, Optional, check, conflict
 from ...text.shingles import Shingling, encode_for_sketch, kind_code
@@ -136,10 +136,13 @@ class MinHasher:
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         if self.scheme.hash_family == OPH_FAMILY:
+            # word-shingled long documents are folded window by window (as the classic kernel
+            # does): the kernel's scratch would be sized for the whole text
+            long = np.flatnonzero(ends - starts > LONG_DOC) if sh.kind == "word" else np.empty(0, np.int64)
             oph_texts_kernel(
                 data,
                 starts,
-                ends,
+                np.where(ends - starts > LONG_DOC, starts, ends) if len(long) else ends,
                 CHAR_CLASS,
                 kind_code(sh),
                 sh.n,
@@ -149,6 +152,11 @@ class MinHasher:
                 values,
                 counts,
             )
+            kind = kind_code(sh)
+            for d in long.tolist():
+                counts[d] = oph_long_doc(
+                    data, starts[d], ends[d], CHAR_CLASS, kind, sh.n, self._oph, self._oph_seq, values[d], WINDOW
+                )
         else:
             minhash_texts_kernel(
                 data,
