@@ -26,8 +26,15 @@ from hypothesis import strategies as st
 import neardup.io.jsonl as jsonl_module
 import neardup.text.shingles as shingles_module
 from neardup._kernels.charclass import CHAR_CLASS
-from neardup._kernels.minhash import fold_long_doc, minhash_texts_kernel, oph_long_doc, permutations
+from neardup._kernels.minhash import (
+    fold_long_doc,
+    minhash_texts_kernel,
+    oph_long_doc,
+    permutations,
+    shingle_set_long_doc,
+)
 from neardup._kernels.oph import oph_texts_kernel
+from neardup._kernels.shingles import shingle_texts_kernel
 from neardup.cli.main import main
 from neardup.io.policy import ReadStats
 from neardup.io.read import read_documents
@@ -70,6 +77,16 @@ def test_windowed_oph_equals_the_whole_document(text, n, window, k):
     sig = np.empty(k, np.uint32)
     got = oph_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, params, seq, sig, window)
     assert got == count[0] and sig.tolist() == whole[0].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_texts, n=st.sampled_from([1, 2, 3, 5, 9]), window=st.integers(1, 40), casefold=st.booleans())
+def test_windowed_shingle_set_equals_the_whole_document(text, n, window, casefold):
+    sh = Shingling("word", n, casefold=casefold)
+    data, off = encode_for_sketch([text], sh)
+    whole, _ = shingle_texts_kernel(data, off, CHAR_CLASS, kind_code(sh), n, False, True)
+    got = shingle_set_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, window)
+    assert got.tolist() == whole.tolist()
 
 
 @settings(max_examples=40, deadline=None)
@@ -250,6 +267,7 @@ def test_texts_read_as_utf8_bytes_give_the_outputs_of_str_texts(tmp_path, option
     sketch=st.sampled_from(["classic", "oph"]),
 )
 def test_utf8_texts_give_the_keys_and_signatures_of_str_texts(texts, as_bytes, casefold, sketch):
+    import neardup.methods.minhash.plan as plan_module
     from neardup.core.documents import DocBatch
     from neardup.methods.minhash.config import MinHashConfig
     from neardup.methods.minhash.plan import encode_batch, shingle_sets, sketch_batch
@@ -263,6 +281,8 @@ def test_utf8_texts_give_the_keys_and_signatures_of_str_texts(texts, as_bytes, c
             prepared, keys = encode_batch(config, batch, keys_wanted)
             sig = sketch_batch(config, prepared, chosen)
             out.append((None if keys is None else keys.tolist(), sig["values"].tolist(), sig["counts"].tolist()))
-        docs, values, sizes = shingle_sets(config, DocBatch(0, [], batch.texts), chosen)
+        # a Utf8Text's set is made window by window when it is long
+        with mock.patch.object(plan_module, "LONG_DOC", 10), mock.patch.object(plan_module, "WINDOW", 7):
+            docs, values, sizes = shingle_sets(config, DocBatch(0, [], batch.texts), chosen)
         out.append((docs.tolist(), values.tolist(), sizes.tolist()))
     assert got == want

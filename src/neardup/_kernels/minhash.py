@@ -258,11 +258,16 @@ def _scratch_bytes(size):
     return np.zeros(((2 * size + 24) // 8) * 8, dtype=np.uint8)
 
 
+CLASSIC, OPH, COLLECT = 0, 1, 2  # what _fold_windows does with the shingle hashes of a window
+
+
 @nb.njit(cache=True, nogil=True)
 def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
     """``sig`` = the classic MinHash of the word n-gram shingles of ``data[start:end]``, tokenized
     ``window`` bytes at a time (:func:`_fold_windows`); returns the number of shingles."""
-    return _fold_windows(data, start, end, table, kind, n, a, b, np.uint64(0), False, sig, window)
+    none = np.empty(0, dtype=np.uint64)
+    cursor = np.zeros(1, dtype=np.int64)
+    return _fold_windows(data, start, end, table, kind, n, a, b, np.uint64(0), CLASSIC, sig, window, none, cursor)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -272,26 +277,56 @@ def oph_long_doc(data, start, end, table, kind, n, params, seq, sig, window):
     number of shingles. A bin's value is the minimum over the shingles that fall in it, so the
     windows' bins combine by a minimum as classic slots do; densification comes last."""
     none = np.zeros(1, dtype=np.uint64)
-    c = _fold_windows(data, start, end, table, kind, n, none, none, params[0], True, sig, window)
+    cursor = np.zeros(1, dtype=np.int64)
+    c = _fold_windows(data, start, end, table, kind, n, none, none, params[0], OPH, sig, window, none, cursor)
     densify(sig, params[1], params[2], seq, np.empty(sig.shape[0], dtype=np.uint32))
     return c
 
 
 @nb.njit(cache=True, nogil=True)
-def _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values):
-    """Fold ``hs[:m]`` into ``sig``: its OPH bins (``oph``) or its classic slots."""
-    if oph:
+def shingle_set_long_doc(data, start, end, table, kind, n, window):
+    """The sorted, duplicate-free word n-gram shingle hashes of ``data[start:end]`` (as
+    ``shingle_texts_kernel``), tokenized ``window`` bytes at a time: the scratch is a window's,
+    the hashes are written once (the array is as long as the text has bytes, but only the pages
+    written become resident) and sorted in place."""
+    out = np.empty(max(end - start + 1, 2 * MAX_N), dtype=np.uint64)
+    cursor = np.zeros(1, dtype=np.int64)
+    none = np.zeros(1, dtype=np.uint64)
+    sig = np.empty(1, dtype=np.uint32)
+    c = _fold_windows(data, start, end, table, kind, n, none, none, np.uint64(0), COLLECT, sig, window, out, cursor)
+    if c < 2:
+        return out[:c].copy()
+    part = out[:c]
+    part.sort()
+    k = 1
+    for q in range(1, c):
+        if part[q] != part[k - 1]:
+            part[k] = part[q]
+            k += 1
+    return part[:k].copy()
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor):
+    """Fold ``hs[:m]`` into ``sig``: its classic slots, its OPH bins, or (COLLECT) append the
+    hashes to ``out`` at ``cursor[0]``."""
+    if mode == OPH:
         oph_fold_many(hs, 0, m, salt, sig, bins, values)
+    elif mode == COLLECT:
+        at = cursor[0]
+        out[at : at + m] = hs[:m]
+        cursor[0] = at + m
     else:
         _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
 
 
 @nb.njit(cache=True, nogil=True)
-def _fold_windows(data, start, end, table, kind, n, a, b, salt, oph, sig, window):
-    """``sig`` = the classic MinHash (``oph``: the undensified OPH bins, salt ``salt``) of the
-    word n-gram shingles of ``data[start:end]``, tokenized ``window`` bytes at a time; returns
-    the number of shingles. Same signature and count as
-    :func:`~neardup._kernels.shingles.doc_hashes` and a fold over the whole text.
+def _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, window, out, cursor):
+    """``sig`` = the classic MinHash (``mode`` OPH: the undensified OPH bins, salt ``salt``;
+    COLLECT: the hashes appended to ``out``, see :func:`_fold_any`) of the word n-gram shingles
+    of ``data[start:end]``, tokenized ``window`` bytes at a time; returns the number of
+    shingles. Same signature and count as :func:`~neardup._kernels.shingles.doc_hashes` and a
+    fold over the whole text.
 
     Windows end at an ASCII byte that separates tokens, so each token lies in one window and is
     tokenized as in the whole text. A window other than the last holds at least n tokens (it is
@@ -340,12 +375,12 @@ def _fold_windows(data, start, end, table, kind, n, a, b, salt, oph, sig, window
         if ws == start and we == end:  # one window: the document as a whole
             c = doc_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
             if c:
-                _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
+                _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             return c
         if units >= n:
             m = units - n + 1
             _hash_starts(buf, words, pos, m, n, 1, hs, 0, scratch)
-            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             total += m
         if ntail and units:
             head = min(n - 1, units)
@@ -356,7 +391,7 @@ def _fold_windows(data, start, end, table, kind, n, a, b, salt, oph, sig, window
             seam_pos[ntail + head] = _copy_tokens(buf, pos, 0, head, seam, seam_pos, tail_len, ntail)
             m = ntail + head - n + 1
             _hash_starts(seam, seam.view(np.uint64), seam_pos, m, n, 1, hs, 0, scratch)
-            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, oph, bins, values)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             total += m
         if we < end and n > 1:  # the last n - 1 tokens begin the next seam
             ntail = n - 1

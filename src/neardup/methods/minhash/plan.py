@@ -25,8 +25,9 @@ import numpy as np
 from ..._kernels.candidates import verify_groups
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.exact import lowered_keys_kernel
+from ..._kernels.minhash import LONG_DOC, WINDOW, shingle_set_long_doc
 from ..._kernels.shingles import lower_ascii_inplace, shingle_texts_kernel
-from ...core.arrays import CsrParts
+from ...core.arrays import CsrParts, concat_consuming
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_segments, kind_code
@@ -162,15 +163,17 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
     values, sizes = [], []
     # encode_for_sketch's bytes differ from encode_texts' in ASCII case only, which the kernel
     # folds itself (kind_code): the same sets, and a huge text's bytes are not copied
+    kind = kind_code(shingling)
     for _, data, offsets in encode_segments([batch.texts[i] for i in idx], shingling):
-        v, off = shingle_texts_kernel(
-            data, offsets, CHAR_CLASS, kind_code(shingling), shingling.n, shingling.strip_punctuation, True
-        )
+        if shingling.kind == "word" and len(offsets) == 2 and offsets[1] > LONG_DOC:  # a huge text alone
+            v = shingle_set_long_doc(data, 0, offsets[1], CHAR_CLASS, kind, shingling.n, WINDOW)
+            values.append(v)
+            sizes.append(np.array([len(v)], dtype=np.int64))
+            continue
+        v, off = shingle_texts_kernel(data, offsets, CHAR_CLASS, kind, shingling.n, shingling.strip_punctuation, True)
         values.append(v)
         sizes.append(np.diff(off))
-    if len(values) == 1:
-        return batch.start + idx, values[0], sizes[0]
-    return batch.start + idx, np.concatenate(values), np.concatenate(sizes)
+    return batch.start + idx, concat_consuming(values, np.empty(0, np.uint64)), np.concatenate(sizes)
 
 
 class ShingleSets(CsrParts):
