@@ -216,8 +216,9 @@ def encode_segments(
     texts: Sequence[str | Utf8Text], shingling: Shingling, *, writable: bool = False
 ) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """:func:`encode_for_sketch` of ``texts`` in segments ``(first text, data, offsets)``, in
-    order: runs of texts packed together, and each ASCII :class:`~neardup.text.utf8.Utf8Text`
-    alone as a view of its own bytes (read-only even with ``writable``: never copied).
+    order: runs of texts packed together, and each :class:`~neardup.text.utf8.Utf8Text` alone:
+    an ASCII one as a view of its own bytes (read-only even with ``writable``: never copied),
+    another normalized window by window (:func:`_normalized_windows`).
 
     A huge document's bytes are then the reader's and nobody else's: packing them with the
     batch's other texts would copy them (a 200 MB document twice). An ASCII text needs no NFKC
@@ -229,17 +230,56 @@ def encode_segments(
     """
     if not isinstance(texts, list):
         texts = list(texts)
-    views = [i for i, t in enumerate(texts) if type(t) is Utf8Text and t.isascii()]
+    views = [i for i, t in enumerate(texts) if type(t) is Utf8Text]
     out = []
     at = 0
     for i in views:
         if i > at:
             out.append((at, *encode_for_sketch(texts[at:i], shingling, writable=writable)))
-        out.append((i, texts[i].array(), np.array([0, len(texts[i].data)], dtype=np.int64)))
+        t = texts[i]
+        data = t.array() if t.isascii() else _normalized_windows(t, shingling.nfkc, shingling.casefold, writable)
+        out.append((i, data, np.array([0, len(data)], dtype=np.int64)))
         at = i + 1
     if at < len(texts) or not out:
         out.append((at, *encode_for_sketch(texts[at:], shingling, writable=writable)))
     return out
+
+
+def _normalized_windows(text: Utf8Text, nfkc: bool, casefold: bool, writable: bool) -> np.ndarray:
+    """:func:`_encode_lean` of a non-ASCII :class:`~neardup.text.utf8.Utf8Text`, a window of about
+    :data:`_HUGE_TEXT` bytes at a time (no ``str`` of the whole text).
+
+    Windows are cut between two ASCII characters, where NFKC and case folding act on each side
+    alone: decomposition and case folding map each character by itself, canonical reordering
+    stops at a character of combining class 0 (every ASCII one), and no composition joins two
+    ASCII characters, nor crosses a starter that does not compose with the one before it. The
+    windows' bytes may differ from the whole text's in ASCII case only (``_encode_lean`` folds
+    a window's case only where a character needs it), which the kernels fold, and which the
+    exact pre-pass lowers before hashing.
+    """
+    data = text.data
+    out = bytearray()
+    at = 0
+    while at < len(data):
+        end = _ascii_pair_cut(data, at + _HUGE_TEXT)
+        out += _encode_lean(str(data[at:end], "utf-8"), nfkc, casefold)
+        at = end
+    arr = np.frombuffer(out, dtype=np.uint8)
+    if not writable:
+        arr.flags.writeable = False
+    return arr
+
+
+def _ascii_pair_cut(data: memoryview, i: int) -> int:
+    """The first index ``j >= i`` with ``data[j - 1]`` and ``data[j]`` both ASCII, else ``len(data)``."""
+    step = 1 << 16
+    while i < len(data):
+        b = np.frombuffer(data[i - 1 : i + step], dtype=np.uint8)
+        hit = np.flatnonzero((b[:-1] < 0x80) & (b[1:] < 0x80))
+        if len(hit):
+            return i + int(hit[0])
+        i += step
+    return len(data)
 
 
 def kind_code(shingling: Shingling) -> int:
