@@ -28,6 +28,7 @@ import neardup.text.shingles as shingles_module
 from neardup._kernels.charclass import CHAR_CLASS
 from neardup._kernels.minhash import (
     fold_long_doc,
+    long_doc,
     minhash_texts_kernel,
     oph_long_doc,
     permutations,
@@ -64,10 +65,45 @@ def test_windowed_minhash_equals_the_whole_document(text, n, window, casefold):
         assert sig.tolist() == whole[0].tolist()
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    text=_texts,
+    n=st.sampled_from([1, 2, 3, 5, 9]),
+    window=st.integers(1, 160),
+    casefold=st.booleans(),
+    strip=st.booleans(),
+)
+def test_windowed_char_minhash_equals_the_whole_document(text, n, window, casefold, strip):
+    sh = Shingling("char", n, strip_punctuation=strip, casefold=casefold)
+    a, b = permutations(np.uint64(7), 64)
+    data, off = encode_for_sketch([text], sh)
+    whole = np.empty((1, 64), np.uint32)
+    count = np.empty(1, np.int64)
+    minhash_texts_kernel(data, off[:-1], off[1:], CHAR_CLASS, kind_code(sh), n, strip, a, b, whole, count)
+    sig = np.empty(64, np.uint32)
+    none, cursor = np.empty(0, np.uint64), np.zeros(1, np.int64)
+    got = long_doc(
+        data, 0, len(data), CHAR_CLASS, kind_code(sh), n, strip, a, b, np.uint64(0), 0, sig, window, none, cursor
+    )
+    assert got == count[0]
+    if got:
+        assert sig.tolist() == whole[0].tolist()
+    wset, _ = shingle_texts_kernel(data, off, CHAR_CLASS, kind_code(sh), n, strip, True)
+    assert (
+        shingle_set_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, strip, window).tolist() == wset.tolist()
+    )
+
+
 @settings(max_examples=100, deadline=None)
-@given(text=_texts, n=st.sampled_from([1, 2, 3, 5, 9]), window=st.integers(1, 40), k=st.sampled_from([16, 24]))
-def test_windowed_oph_equals_the_whole_document(text, n, window, k):
-    sh = Shingling("word", n)
+@given(
+    text=_texts,
+    n=st.sampled_from([1, 2, 3, 5, 9]),
+    window=st.integers(1, 160),
+    k=st.sampled_from([16, 24]),
+    kind=st.sampled_from(["word", "char"]),
+)
+def test_windowed_oph_equals_the_whole_document(text, n, window, k, kind):
+    sh = Shingling(kind, n)
     params = oph_params(3)
     seq = oph_sequence(params, k)
     data, off = encode_for_sketch([text], sh)
@@ -75,7 +111,7 @@ def test_windowed_oph_equals_the_whole_document(text, n, window, k):
     count = np.empty(1, np.int64)
     oph_texts_kernel(data, off[:-1], off[1:], CHAR_CLASS, kind_code(sh), n, False, params, seq, whole, count)
     sig = np.empty(k, np.uint32)
-    got = oph_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, params, seq, sig, window)
+    got = oph_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, False, params, seq, sig, window)
     assert got == count[0] and sig.tolist() == whole[0].tolist()
 
 
@@ -85,7 +121,7 @@ def test_windowed_shingle_set_equals_the_whole_document(text, n, window, casefol
     sh = Shingling("word", n, casefold=casefold)
     data, off = encode_for_sketch([text], sh)
     whole, _ = shingle_texts_kernel(data, off, CHAR_CLASS, kind_code(sh), n, False, True)
-    got = shingle_set_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, window)
+    got = shingle_set_long_doc(data, 0, len(data), CHAR_CLASS, kind_code(sh), n, False, window)
     assert got.tolist() == whole.tolist()
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .charclass import IGNORE, OTHER, PUNCT, SPACE
 from .hashing import splitmix64
 from .oph import densify, oph_fold_many
 from .shingles import (
@@ -29,6 +30,8 @@ from .shingles import (
     LOCKSTEP_WORDS,
     LOWER_ASCII,
     WORD_KIND,
+    _char_units,
+    _hash_fixed,
     _hash_starts,
     _word_tokens,
     doc_hashes,
@@ -202,8 +205,8 @@ def fold_minhash32(hashes, lo, hi, halves, acc, sig):
 
 
 LONG_DOC = 1 << 24
-"""Documents longer than this many bytes are tokenized :data:`WINDOW` bytes at a time when their
-shingles are words (:func:`fold_long_doc`), so the kernel's scratch (tokens, their starts, the
+"""Documents longer than this many bytes are tokenized :data:`WINDOW` bytes at a time (a
+quarter of that for character shingles; :func:`long_doc`), so the kernel's scratch (tokens, their starts, the
 shingle hashes: about 3.5 bytes a text byte) stays that of a window, not of the document."""
 
 WINDOW = 1 << 22
@@ -271,20 +274,20 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
 
 
 @nb.njit(cache=True, nogil=True)
-def oph_long_doc(data, start, end, table, kind, n, params, seq, sig, window):
+def oph_long_doc(data, start, end, table, kind, n, strip, params, seq, sig, window):
     """``sig`` = the densified one-permutation MinHash (as ``oph_texts_kernel``) of the word
     n-gram shingles of ``data[start:end]``, tokenized ``window`` bytes at a time; returns the
     number of shingles. A bin's value is the minimum over the shingles that fall in it, so the
     windows' bins combine by a minimum as classic slots do; densification comes last."""
     none = np.zeros(1, dtype=np.uint64)
     cursor = np.zeros(1, dtype=np.int64)
-    c = _fold_windows(data, start, end, table, kind, n, none, none, params[0], OPH, sig, window, none, cursor)
+    c = long_doc(data, start, end, table, kind, n, strip, none, none, params[0], OPH, sig, window, none, cursor)
     densify(sig, params[1], params[2], seq, np.empty(sig.shape[0], dtype=np.uint32))
     return c
 
 
 @nb.njit(cache=True, nogil=True)
-def shingle_set_long_doc(data, start, end, table, kind, n, window):
+def shingle_set_long_doc(data, start, end, table, kind, n, strip, window):
     """The sorted, duplicate-free word n-gram shingle hashes of ``data[start:end]`` (as
     ``shingle_texts_kernel``), tokenized ``window`` bytes at a time: the scratch is a window's,
     the hashes are written once (the array is as long as the text has bytes, but only the pages
@@ -293,7 +296,7 @@ def shingle_set_long_doc(data, start, end, table, kind, n, window):
     cursor = np.zeros(1, dtype=np.int64)
     none = np.zeros(1, dtype=np.uint64)
     sig = np.empty(1, dtype=np.uint32)
-    c = _fold_windows(data, start, end, table, kind, n, none, none, np.uint64(0), COLLECT, sig, window, out, cursor)
+    c = long_doc(data, start, end, table, kind, n, strip, none, none, np.uint64(0), COLLECT, sig, window, out, cursor)
     if c < 2:
         return out[:c].copy()
     part = out[:c]
@@ -403,20 +406,134 @@ def _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, windo
 
 
 @nb.njit(cache=True, nogil=True)
+def _char_cut(data, i, end, table, strip):
+    """The first index j in [i, end) where ``data[j - 1]`` and ``data[j]`` are both ASCII
+    characters the character stream keeps (not space, separator, ignored or stripped
+    punctuation), else ``end``: the streams of the two sides then join with nothing between."""
+    prev = False
+    if i > 0 and i < end:
+        c = data[i - 1]
+        cls = table[c]
+        prev = c < 0x80 and not (cls == SPACE or cls == OTHER or cls == IGNORE or (strip and cls == PUNCT))
+    while i < end:
+        c = data[i]
+        cls = table[c] if c < 0x80 else SPACE
+        keep = c < 0x80 and not (cls == SPACE or cls == OTHER or cls == IGNORE or (strip and cls == PUNCT))
+        if keep and prev:
+            return i
+        prev = keep
+        i += 1
+    return end
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_char_windows(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, window, out, cursor):
+    """:func:`_fold_windows` for character n-gram shingles; returns the number of shingles.
+
+    Windows are cut between two kept ASCII characters (:func:`_char_cut`), so the character
+    stream of the text is the windows' streams one after the other. The shingles starting in a
+    window are hashed from the stream of the window and enough bytes after it to hold n - 1 more
+    characters (the stream of a prefix of the text is a prefix of its stream): no seams. A text
+    with fewer than n characters in all is one shingle, the whole stream, as in ``doc_hashes``.
+    """
+    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
+    for j in range(sig.shape[0]):
+        sig[j] = np.uint32(0xFFFFFFFF)
+    acc = np.empty(a.shape[0], dtype=np.uint64)
+    acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    halves = split_permutations(a, b)
+    tmp = np.empty(sig.shape[0], dtype=np.uint32)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    cap = -1
+    buf = _scratch_bytes(0)
+    pos = np.empty(2, dtype=np.int64)
+    hs = np.empty(2, dtype=np.uint64)
+    bins = np.empty(2, dtype=np.uint64)
+    values = np.empty(2, dtype=np.uint32)
+    total = 0
+    chars = 0
+    ws = start
+    while ws < end:
+        we = _char_cut(data, min(ws + window, end), end, table, strip)
+        ext = 4 * n + 64
+        while True:
+            xe = min(end, we + ext)
+            while xe < end and data[xe] & 0xC0 == 0x80:  # a character boundary
+                xe += 1
+            if xe - ws > cap:
+                cap = xe - ws + (xe - ws) // 8
+                buf = _scratch_bytes(cap)
+                pos = np.empty(cap + 2, dtype=np.int64)
+                hs = np.empty(cap + 2, dtype=np.uint64)
+                if mode == OPH:
+                    bins = np.empty(cap + 2, dtype=np.uint64)
+                    values = np.empty(cap + 2, dtype=np.uint32)
+            units_a, _ = _char_units(data, ws, we, table, strip, buf, pos, lowbit)
+            units, blen = _char_units(data, ws, xe, table, strip, buf, pos, lowbit)
+            if xe == end or units - units_a >= n - 1:
+                break
+            ext *= 2
+        chars += units_a
+        m = min(units_a, units - n + 1) if we < end else units - n + 1
+        if m > 0:
+            if units == blen:
+                _hash_fixed(buf, m, n, hs, 0)
+            else:
+                _hash_starts(buf, buf.view(np.uint64), pos, m, n, 0, hs, 0, scratch)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
+            total += m
+        ws = we
+    if total == 0 and chars > 0:  # fewer than n characters: one shingle, the whole stream
+        buf = _scratch_bytes(end - start)
+        pos = np.empty(end - start + 2, dtype=np.int64)
+        c = doc_hashes(data, start, end, table, kind, n, strip, buf, buf.view(np.uint64), pos, hs, 0, scratch)
+        _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
+        total = c
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def long_doc(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, window, out, cursor):
+    """:func:`_fold_windows` (word shingles) or :func:`_fold_char_windows` (character ones)."""
+    if kind & 1 == WORD_KIND:
+        return _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, window, out, cursor)
+    # a character window's scratch is about 20 bytes a text byte, a word window's 3.5
+    w = max(window // 4, 1)
+    return _fold_char_windows(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, w, out, cursor)
+
+
+@nb.njit(cache=True, nogil=True)
 def minhash_texts_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
     """Fill ``sigs[d]`` with the MinHash of the shingles of ``data[starts[d]:ends[d]]`` and
     ``counts[d]`` with how many there were. Word-shingled documents longer than
     :data:`LONG_DOC` bytes go through :func:`fold_long_doc` (bounded scratch, same result)."""
-    windowed = kind & 1 == WORD_KIND
-    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
+    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC))
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
     acc32 = np.empty(a.shape[0], dtype=np.uint32)
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
-        if windowed and ends[d] - starts[d] > LONG_DOC:
-            counts[d] = fold_long_doc(data, starts[d], ends[d], table, kind, n, a, b, sigs[d], WINDOW)
+        if ends[d] - starts[d] > LONG_DOC:
+            none = np.empty(0, dtype=np.uint64)
+            cursor = np.zeros(1, dtype=np.int64)
+            counts[d] = long_doc(
+                data,
+                starts[d],
+                ends[d],
+                table,
+                kind,
+                n,
+                strip,
+                a,
+                b,
+                np.uint64(0),
+                CLASSIC,
+                sigs[d],
+                WINDOW,
+                none,
+                cursor,
+            )
             continue
         c = doc_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
         if WIDE_MULTIPLY:

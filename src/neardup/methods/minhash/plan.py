@@ -165,8 +165,10 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
     # folds itself (kind_code): the same sets, and a huge text's bytes are not copied
     kind = kind_code(shingling)
     for _, data, offsets in encode_segments([batch.texts[i] for i in idx], shingling):
-        if shingling.kind == "word" and len(offsets) == 2 and offsets[1] > LONG_DOC:  # a huge text alone
-            v = shingle_set_long_doc(data, 0, offsets[1], CHAR_CLASS, kind, shingling.n, WINDOW)
+        if len(offsets) == 2 and offsets[1] > LONG_DOC:  # a huge text alone
+            v = shingle_set_long_doc(
+                data, 0, offsets[1], CHAR_CLASS, kind, shingling.n, shingling.strip_punctuation, WINDOW
+            )
             values.append(v)
             sizes.append(np.array([len(v)], dtype=np.int64))
             continue

@@ -136,9 +136,9 @@ class MinHasher:
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         if self.scheme.hash_family == OPH_FAMILY:
-            # word-shingled long documents are folded window by window (as the classic kernel
+            # long documents are folded window by window (as the classic kernel
             # does): the kernel's scratch would be sized for the whole text
-            long = np.flatnonzero(ends - starts > LONG_DOC) if sh.kind == "word" else np.empty(0, np.int64)
+            long = np.flatnonzero(ends - starts > LONG_DOC)
             oph_texts_kernel(
                 data,
                 starts,
@@ -155,7 +155,17 @@ class MinHasher:
             kind = kind_code(sh)
             for d in long.tolist():
                 counts[d] = oph_long_doc(
-                    data, starts[d], ends[d], CHAR_CLASS, kind, sh.n, self._oph, self._oph_seq, values[d], WINDOW
+                    data,
+                    starts[d],
+                    ends[d],
+                    CHAR_CLASS,
+                    kind,
+                    sh.n,
+                    sh.strip_punctuation,
+                    self._oph,
+                    self._oph_seq,
+                    values[d],
+                    WINDOW,
                 )
         else:
             minhash_texts_kernel(
