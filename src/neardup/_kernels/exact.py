@@ -125,6 +125,24 @@ def keys_kernel(data, offsets, table, raw, out):
         _finish(acc, shift, a, b, n, out, d)
 
 
+@nb.njit(cache=True, nogil=True)
+def lowered_keys_kernel(data, offsets, out):
+    """``keys_kernel(lower_ascii(data), offsets, table, True, out)`` without the lower-cased
+    copy: each byte is lower-cased (ASCII A-Z) as it goes into the word."""
+    for d in range(offsets.shape[0] - 1):
+        start = offsets[d]
+        end = offsets[d + 1]
+        a = SEED
+        b = SEED_B
+        acc = np.uint64(0)
+        shift = np.uint64(0)
+        for i in range(start, end):
+            c = data[i]
+            c = c + np.uint8(32) * np.uint8(np.uint8(c - np.uint8(65)) < np.uint8(26))
+            acc, shift, a, b = _push(c, acc, shift, a, b)
+        _finish(acc, shift, a, b, end - start, out, d)
+
+
 # --------------------------------------------------------------------------------------------
 # pairs of groups of equal keys
 @nb.njit(cache=True, nogil=True)

@@ -29,14 +29,18 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .charclass import IGNORE, OTHER, PUNCT, SPACE
 from .hashing import splitmix64
 from .intrinsics import fold32x8, fold32x16, fold32x64, fold64x8, fold64x64
+from .oph import densify, oph_fold_many
 from .shingles import (
     _WORD_LUT,
     HASH_BLOCK,
     LOCKSTEP_WORDS,
     LOWER_ASCII,
     WORD_KIND,
+    _char_units,
+    _hash_fixed,
     _hash_starts,
     _word_tokens,
     char_hashes,
@@ -360,8 +364,8 @@ def fold_minhash32(hashes, lo, hi, halves, b, acc, sig):
 
 
 LONG_DOC = 1 << 24
-"""Documents longer than this many bytes are tokenized :data:`WINDOW` bytes at a time when their
-shingles are words (:func:`fold_long_doc`), so the kernel's scratch (tokens, their starts, the
+"""Documents longer than this many bytes are tokenized :data:`WINDOW` bytes at a time (a
+quarter of that for character shingles; :func:`long_doc`), so the kernel's scratch (tokens, their starts, the
 shingle hashes: about 3.5 bytes a text byte) stays that of a window, not of the document."""
 
 WINDOW = 1 << 22
@@ -413,11 +417,76 @@ def _scratch_bytes(size):
     return np.zeros(((2 * size + 24) // 8) * 8, dtype=np.uint8)
 
 
+CLASSIC, OPH, COLLECT = 0, 1, 2  # what _fold_windows does with the shingle hashes of a window
+
+
 @nb.njit(cache=True, nogil=True)
-def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
-    """``sig`` = the classic MinHash of the word n-gram shingles of ``data[start:end]``, tokenized
-    ``window`` bytes at a time; returns the number of shingles. Same signature and count as
-    :func:`~neardup._kernels.shingles.doc_hashes` and a fold over the whole text.
+def fold_long_doc(data, start, end, table, kind, n, strip, a, b, sig, window):
+    """``sig`` = the classic MinHash of the word or character n-gram shingles of
+    ``data[start:end]``, normalized ``window`` bytes at a time (:func:`long_doc`); returns the
+    number of shingles. The MinHash kernels leave documents past :data:`LONG_DOC` bytes to it."""
+    none = np.empty(0, dtype=np.uint64)
+    cursor = np.zeros(1, dtype=np.int64)
+    return long_doc(data, start, end, table, kind, n, strip, a, b, np.uint64(0), CLASSIC, sig, window, none, cursor)
+
+
+@nb.njit(cache=True, nogil=True)
+def oph_long_doc(data, start, end, table, kind, n, strip, params, seq, sig, window):
+    """``sig`` = the densified one-permutation MinHash (as ``oph_texts_kernel``) of the word
+    n-gram shingles of ``data[start:end]``, tokenized ``window`` bytes at a time; returns the
+    number of shingles. A bin's value is the minimum over the shingles that fall in it, so the
+    windows' bins combine by a minimum as classic slots do; densification comes last."""
+    none = np.zeros(1, dtype=np.uint64)
+    cursor = np.zeros(1, dtype=np.int64)
+    c = long_doc(data, start, end, table, kind, n, strip, none, none, params[0], OPH, sig, window, none, cursor)
+    densify(sig, params[1], params[2], seq, np.empty(sig.shape[0], dtype=np.uint32))
+    return c
+
+
+@nb.njit(cache=True, nogil=True)
+def shingle_set_long_doc(data, start, end, table, kind, n, strip, window):
+    """The sorted, duplicate-free word or character n-gram shingle hashes of ``data[start:end]``
+    (as ``unique_rows(*shingle_encoded(...))``), tokenized ``window`` bytes at a time: the scratch is a window's,
+    the hashes are written once (the array is as long as the text has bytes, but only the pages
+    written become resident) and sorted in place."""
+    out = np.empty(max(end - start + 1, 2 * MAX_N), dtype=np.uint64)
+    cursor = np.zeros(1, dtype=np.int64)
+    none = np.zeros(1, dtype=np.uint64)
+    sig = np.empty(1, dtype=np.uint32)
+    c = long_doc(data, start, end, table, kind, n, strip, none, none, np.uint64(0), COLLECT, sig, window, out, cursor)
+    if c < 2:
+        return out[:c].copy()
+    part = out[:c]
+    part.sort()
+    k = 1
+    for q in range(1, c):
+        if part[q] != part[k - 1]:
+            part[k] = part[q]
+            k += 1
+    return part[:k].copy()
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor):
+    """Fold ``hs[:m]`` into ``sig``: its classic slots, its OPH bins, or (COLLECT) append the
+    hashes to ``out`` at ``cursor[0]``."""
+    if mode == OPH:
+        oph_fold_many(hs, 0, m, salt, sig, bins, values)
+    elif mode == COLLECT:
+        at = cursor[0]
+        out[at : at + m] = hs[:m]
+        cursor[0] = at + m
+    else:
+        _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, window, out, cursor):
+    """``sig`` = the classic MinHash (``mode`` OPH: the undensified OPH bins, salt ``salt``;
+    COLLECT: the hashes appended to ``out``, see :func:`_fold_any`) of the word n-gram shingles
+    of ``data[start:end]``, tokenized ``window`` bytes at a time; returns the number of
+    shingles. Same signature and count as :func:`~neardup._kernels.shingles.doc_hashes` and a
+    fold over the whole text.
 
     Windows end at an ASCII byte that separates tokens, so each token lies in one window and is
     tokenized as in the whole text. A window other than the last holds at least n tokens (it is
@@ -439,6 +508,8 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
     buf = _scratch_bytes(0)
     pos = np.empty(2, dtype=np.int64)
     hs = np.empty(2 * MAX_N, dtype=np.uint64)
+    bins = np.empty(hs.shape[0], dtype=np.uint64)
+    values = np.empty(hs.shape[0], dtype=np.uint32)
     tail = _scratch_bytes(0)
     tail_pos = np.empty(MAX_N, dtype=np.int64)
     ntail = 0
@@ -454,6 +525,8 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
             buf = _scratch_bytes(cap)
             pos = np.empty(cap + 2, dtype=np.int64)
             hs = np.empty(max(cap + 2, 2 * MAX_N), dtype=np.uint64)
+            bins = np.empty(hs.shape[0], dtype=np.uint64)
+            values = np.empty(hs.shape[0], dtype=np.uint32)
         words = buf.view(np.uint64)
         units, _ = _word_tokens(data, ws, we, table, buf, pos, lowbit)
         if we < end and units < n:
@@ -462,12 +535,12 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
         if ws == start and we == end:  # one window: the document as a whole
             c = word_hashes(data, start, end, table, kind, n, False, buf, words, pos, hs, 0, scratch)
             if c:
-                _fold_into(hs, c, a, b, halves, acc, acc32, tmp, sig)
+                _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             return c
         if units >= n:
             m = units - n + 1
             _hash_starts(buf, words, pos, m, n, 1, hs, 0, scratch)
-            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             total += m
         if ntail and units:
             head = min(n - 1, units)
@@ -478,7 +551,7 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
             seam_pos[ntail + head] = _copy_tokens(buf, pos, 0, head, seam, seam_pos, tail_len, ntail)
             m = ntail + head - n + 1
             _hash_starts(seam, seam.view(np.uint64), seam_pos, m, n, 1, hs, 0, scratch)
-            _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
             total += m
         if we < end and n > 1:  # the last n - 1 tokens begin the next seam
             ntail = n - 1
@@ -487,6 +560,103 @@ def fold_long_doc(data, start, end, table, kind, n, a, b, sig, window):
         ws = we
         size = window
     return total
+
+
+@nb.njit(cache=True, nogil=True)
+def _char_cut(data, i, end, table, strip):
+    """The first index j in [i, end) where ``data[j - 1]`` and ``data[j]`` are both ASCII
+    characters the character stream keeps (not space, separator, ignored or stripped
+    punctuation), else ``end``: the streams of the two sides then join with nothing between."""
+    prev = False
+    if i > 0 and i < end:
+        c = data[i - 1]
+        cls = table[c]
+        prev = c < 0x80 and not (cls == SPACE or cls == OTHER or cls == IGNORE or (strip and cls == PUNCT))
+    while i < end:
+        c = data[i]
+        cls = table[c] if c < 0x80 else SPACE
+        keep = c < 0x80 and not (cls == SPACE or cls == OTHER or cls == IGNORE or (strip and cls == PUNCT))
+        if keep and prev:
+            return i
+        prev = keep
+        i += 1
+    return end
+
+
+@nb.njit(cache=True, nogil=True)
+def _fold_char_windows(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, window, out, cursor):
+    """:func:`_fold_windows` for character n-gram shingles; returns the number of shingles.
+
+    Windows are cut between two kept ASCII characters (:func:`_char_cut`), so the character
+    stream of the text is the windows' streams one after the other. The shingles starting in a
+    window are hashed from the stream of the window and enough bytes after it to hold n - 1 more
+    characters (the stream of a prefix of the text is a prefix of its stream): no seams. A text
+    with fewer than n characters in all is one shingle, the whole stream, as in ``char_hashes``.
+    """
+    lowbit = np.uint8(32) if kind & LOWER_ASCII else np.uint8(0)
+    for j in range(sig.shape[0]):
+        sig[j] = np.uint32(0xFFFFFFFF)
+    acc = np.empty(a.shape[0], dtype=np.uint64)
+    acc32 = np.empty(a.shape[0], dtype=np.uint32)
+    halves = split_permutations(a, b)
+    tmp = np.empty(sig.shape[0], dtype=np.uint32)
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    cap = -1
+    buf = _scratch_bytes(0)
+    pos = np.empty(2, dtype=np.int64)
+    hs = np.empty(2, dtype=np.uint64)
+    bins = np.empty(2, dtype=np.uint64)
+    values = np.empty(2, dtype=np.uint32)
+    total = 0
+    chars = 0
+    ws = start
+    while ws < end:
+        we = _char_cut(data, min(ws + window, end), end, table, strip)
+        ext = 4 * n + 64
+        while True:
+            xe = min(end, we + ext)
+            while xe < end and data[xe] & 0xC0 == 0x80:  # a character boundary
+                xe += 1
+            if xe - ws > cap:
+                cap = xe - ws + (xe - ws) // 8
+                buf = _scratch_bytes(cap)
+                pos = np.empty(cap + 2, dtype=np.int64)
+                hs = np.empty(cap + 2, dtype=np.uint64)
+                if mode == OPH:
+                    bins = np.empty(cap + 2, dtype=np.uint64)
+                    values = np.empty(cap + 2, dtype=np.uint32)
+            units_a, _ = _char_units(data, ws, we, table, strip, buf, pos, lowbit)
+            units, blen = _char_units(data, ws, xe, table, strip, buf, pos, lowbit)
+            if xe == end or units - units_a >= n - 1:
+                break
+            ext *= 2
+        chars += units_a
+        m = min(units_a, units - n + 1) if we < end else units - n + 1
+        if m > 0:
+            if units == blen:
+                _hash_fixed(buf, m, n, hs, 0)
+            else:
+                _hash_starts(buf, buf.view(np.uint64), pos, m, n, 0, hs, 0, scratch)
+            _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
+            total += m
+        ws = we
+    if total == 0 and chars > 0:  # fewer than n characters: one shingle, the whole stream
+        buf = _scratch_bytes(end - start)
+        pos = np.empty(end - start + 2, dtype=np.int64)
+        c = char_hashes(data, start, end, table, kind, n, strip, buf, buf.view(np.uint64), pos, hs, 0, scratch)
+        _fold_any(hs, c, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, values, out, cursor)
+        total = c
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def long_doc(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, window, out, cursor):
+    """:func:`_fold_windows` (word shingles) or :func:`_fold_char_windows` (character ones)."""
+    if kind & 1 == WORD_KIND:
+        return _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, window, out, cursor)
+    # a character window's scratch is about 20 bytes a text byte, a word window's 3.5
+    w = max(window // 4, 1)
+    return _fold_char_windows(data, start, end, table, kind, n, strip, a, b, salt, mode, sig, w, out, cursor)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -519,11 +689,11 @@ def minhash_words_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
 
 @nb.njit(cache=True, nogil=True)
 def minhash_chars_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, counts):
-    """:func:`minhash_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``; no
-    document is left out). Character shingles repeat often within a document, so they are folded
-    after :func:`drop_repeats` (same signature; the count is that of all shingles)."""
-    windowed = kind & 1 == WORD_KIND
-    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
+    """:func:`minhash_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``; documents
+    past :data:`LONG_DOC` bytes are left to :func:`fold_long_doc` in the same way). Character
+    shingles repeat often within a document, so they are folded after :func:`drop_repeats` (same
+    signature; the count is that of all shingles)."""
+    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC))
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
@@ -531,7 +701,7 @@ def minhash_chars_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
     seen = seen_table()
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
-        if windowed and ends[d] - starts[d] > LONG_DOC:
+        if ends[d] - starts[d] > LONG_DOC:
             counts[d] = -1
             continue
         c = char_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)

@@ -6,12 +6,28 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["CsrParts", "RowBuffer", "concat", "text_lengths"]
+__all__ = ["CsrParts", "RowBuffer", "concat", "concat_consuming", "text_lengths"]
 
 
 def concat(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
     """``np.concatenate`` that returns ``empty`` for no parts."""
     return np.concatenate(parts) if parts else empty
+
+
+def concat_consuming(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:
+    """:func:`concat` that empties ``parts`` as it copies them, so that the peak is the result
+    and one part, not twice the result (a single part is returned as it is)."""
+    if len(parts) <= 1:
+        return parts.pop() if parts else empty
+    out = np.empty(sum(len(p) for p in parts), dtype=parts[0].dtype)  # pages resident as written
+    at = 0
+    parts.reverse()
+    while parts:
+        p = parts.pop()
+        out[at : at + len(p)] = p
+        at += len(p)
+        del p
+    return out
 
 
 def text_lengths(texts: Sequence[str]) -> np.ndarray:
@@ -59,6 +75,8 @@ class CsrParts:
     """Reduce: per-batch parts ``(docs, values, sizes)`` of variable-length rows (the rows of
     documents ``docs``, ``sizes[i]`` values each, one after the other), joined in input order as
     CSR: ``(docs, values, offsets)`` with the values of ``docs[i]`` at ``offsets[i]:offsets[i + 1]``.
+    :meth:`joined` hands the parts' values over (once: the peak is then the joined values and one
+    part, not both copies of every value).
 
     >>> parts = CsrParts(np.uint64)
     >>> parts.add((np.array([0]), np.array([7, 8], np.uint64), np.array([2])))
@@ -78,9 +96,13 @@ class CsrParts:
         self._parts.extend(other._parts)
 
     def joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._parts and self._parts[0][1] is None:
+            raise RuntimeError("CsrParts.joined() hands the values over once")
         sizes = [p[2] for p in self._parts]
         offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
         if sizes:
             np.cumsum(np.concatenate(sizes), out=offsets[1:])
         docs = concat([p[0] for p in self._parts], np.empty(0, np.int64))
-        return docs, concat([p[1] for p in self._parts], np.empty(0, self._dtype)), offsets
+        values = [p[1] for p in self._parts]
+        self._parts = [(p[0], None, p[2]) for p in self._parts]  # the values are only in the list now
+        return docs, concat_consuming(values, np.empty(0, self._dtype)), offsets

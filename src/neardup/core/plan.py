@@ -156,6 +156,9 @@ class Plan:
     similarity: Callable[[Any, dict[str, Any], np.ndarray, np.ndarray], np.ndarray]
     prepass: Prepass | None = None
     sharded: Sharded | None = None
+    utf8_texts: bool = False
+    """Its scans take a :class:`~neardup.text.utf8.Utf8Text` for a text (a huge one, read as its
+    UTF-8 bytes: no ``str`` of it is ever made), not only ``str``."""
 
     @property
     def scans(self) -> int:

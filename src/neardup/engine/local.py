@@ -152,6 +152,8 @@ class LocalEngine:
         """Run ``plan`` over ``source``; see :class:`~neardup.engine.base.Engine`."""
         progress = progress or NoProgress()
         config = plan.config
+        if plan.utf8_texts and hasattr(source, "with_utf8_texts"):
+            source = source.with_utf8_texts()  # a huge text is read as its UTF-8 bytes, no str
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}

@@ -18,6 +18,7 @@ import orjson
 
 from .._kernels.lines import copy_kept
 from ..core.errors import InputError
+from ..text.utf8 import UTF8_TEXT_MIN, Utf8Text
 from .policy import (
     MISSING,
     Chunk,
@@ -230,7 +231,9 @@ def _plain_text_record(block, start: int, end: int, path: str, lineno: int, pol:
     text field is a string without escapes; else (False, None): the caller parses it with orjson.
 
     orjson makes a string through a buffer of its own, so a 200 MB text costs 400 MB for a
-    moment; here the text is decoded from the line's bytes once. The rest of the line, with
+    moment; here the text is decoded from the line's bytes once, or not at all with
+    ``pol.utf8_texts``: a text of :data:`~neardup.text.utf8.UTF8_TEXT_MIN` bytes or more is then a
+    :class:`~neardup.text.utf8.Utf8Text`, a view of the line. The rest of the line, with
     the text replaced by ``""``, is parsed by orjson: the record is taken only if that is a
     JSON object whose text field is that empty string (so the value found is the object's own
     text field, not a look-alike inside another value or a repeated key), and the text bytes
@@ -273,7 +276,7 @@ def _plain_text_record(block, start: int, end: int, path: str, lineno: int, pol:
     if type(obj) is not dict or obj.get(pol.text_field) != "":
         return False, None
     try:
-        text = str(body, "utf-8")
+        text = Utf8Text(body) if pol.utf8_texts and len(body) >= UTF8_TEXT_MIN else str(body, "utf-8")
     except UnicodeDecodeError:
         return False, None
     record = _parse_record(rest, path, lineno, pol)  # the id, and its errors, as for the line

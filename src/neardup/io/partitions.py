@@ -304,17 +304,26 @@ class FileSource:
         self.stats = stats if stats is not None else ReadStats()
         self._fresh = True
 
-    def __call__(self) -> Iterator[DocBatch]:
-        """Read the documents here (the first read counts into ``stats``)."""
-        return self.read_with(None)
+    def __call__(self, *, utf8_texts: bool = False) -> Iterator[DocBatch]:
+        """Read the documents here (the first read counts into ``stats``). ``utf8_texts``: a very
+        long JSONL text may come as a :class:`~neardup.text.utf8.Utf8Text` (not with ``html``,
+        whose conversion needs a ``str``)."""
+        return self.read_with(None, utf8_texts=utf8_texts)
 
-    def read_with(self, threads: Threads | None) -> Iterator[DocBatch]:
+    def read_with(self, threads: Threads | None, *, utf8_texts: bool = False) -> Iterator[DocBatch]:
         """:meth:`__call__`, JSON Lines scanned on ``threads`` (the engine's workers): the same
         batches (:mod:`neardup.io.jsonl_threads`)."""
         stats = self.stats if self._fresh else None
         self._fresh = False
         policy = self.options.policy(stats, None if stats is not None else self.stats.snapshot)
+        if utf8_texts and not policy.html:
+            policy = replace(policy, utf8_texts=True)
         return _batches(self.sources, policy, self.options.batch_size, threads)
+
+    def with_utf8_texts(self) -> _Utf8Reads:
+        """This source, reading very long JSONL texts as :class:`~neardup.text.utf8.Utf8Text` (for an
+        engine running a plan whose stages take them: :attr:`neardup.core.plan.Plan.utf8_texts`)."""
+        return _Utf8Reads(self)
 
     def claim_stats(self) -> ReadStats | None:
         """The stats to fill by a first read done elsewhere (None after the first read)."""
@@ -352,3 +361,16 @@ class FileSource:
     def input_bytes(self) -> int:
         """Bytes of the inputs that can be split (uncompressed JSONL), for sizing partitions."""
         return sum(file_size(p) for p, f in self.sources if splittable(p, f))
+
+
+@dataclass(frozen=True)
+class _Utf8Reads:
+    """A :class:`FileSource` read with ``utf8_texts``, on this thread or on the engine's."""
+
+    source: FileSource
+
+    def __call__(self) -> Iterator[DocBatch]:
+        return self.source.read_with(None, utf8_texts=True)
+
+    def read_with(self, threads: Threads | None) -> Iterator[DocBatch]:
+        return self.source.read_with(threads, utf8_texts=True)

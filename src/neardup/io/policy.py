@@ -100,6 +100,9 @@ class Policy:
 
     snapshot: dict | None = None
     """path -> (size, mtime, inode) of the files as a job's first pass opened them; None: no check."""
+    utf8_texts: bool = False
+    """A very long JSONL text field without escapes may be read as a
+    :class:`~neardup.text.utf8.Utf8Text` (its bytes, no ``str``): the job's stages take those."""
 
     def opening(self, path: str) -> None:
         """Note a local input file about to be read: the first time, what it is; after that,

@@ -28,11 +28,13 @@ from .._kernels.shingles import (
 from ..core.schemes import Record
 from ..core.validation import Boolean, Choice, Integer, check
 from .normalize import normalize
+from .utf8 import Utf8Text, as_str
 
 __all__ = [
     "MAX_SHINGLE_SIZE",
     "Shingling",
     "encode_for_sketch",
+    "encode_segments",
     "encode_texts",
     "kind_code",
     "shingle",
@@ -90,6 +92,7 @@ def encode_texts(texts: Sequence[str], shingling: Shingling) -> tuple[np.ndarray
     other texts go through :func:`neardup.text.normalize.normalize`. Same bytes either way.
     """
     nfkc, casefold = shingling.nfkc, shingling.casefold
+    texts = [as_str(t) for t in texts]
     if casefold:
         encoded = [
             t.encode("ascii").lower()
@@ -171,17 +174,19 @@ def encode_for_sketch(
         others = []
         for i, t in enumerate(part):
             lengths[a + i] = len(t)
-            if len(t) > _HUGE_TEXT or not t.isascii():
+            if len(t) > _HUGE_TEXT or not t.isascii() or type(t) is Utf8Text:
                 others.append(i)
         done = 0
         for i in others:
             if i > done:
                 pieces.append("".join(part[done:i]).encode("ascii"))
             t = part[i]
-            if t.isascii():
+            if type(t) is Utf8Text and t.isascii():
+                pieces.append(t.data)  # its bytes as they are
+            elif t.isascii():
                 pieces.append(t)  # huge: encoded into the batch's buffer below
             else:
-                b = _encode_lean(t, nfkc, casefold)
+                b = _encode_lean(as_str(t), nfkc, casefold)
                 pieces.append(b)
                 lengths[a + i] = len(b)
             done = i + 1
@@ -204,7 +209,7 @@ def encode_for_sketch(
     elif writable:
         data = bytearray(pieces[0]) if len(pieces) == 1 else bytearray().join(pieces)
     else:
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        data = bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces)
     arr = np.frombuffer(data, dtype=np.uint8)
     if not writable and arr.flags.writeable:
         arr.flags.writeable = False
@@ -212,6 +217,76 @@ def encode_for_sketch(
 
 
 _HUGE_TEXT = 1 << 23
+
+
+def encode_segments(
+    texts: Sequence[str | Utf8Text], shingling: Shingling, *, writable: bool = False
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`encode_for_sketch` of ``texts`` in segments ``(first text, data, offsets)``, in
+    order: runs of texts packed together, and each :class:`~neardup.text.utf8.Utf8Text` alone:
+    an ASCII one as a view of its own bytes (read-only even with ``writable``: never copied),
+    another normalized window by window (:func:`_normalized_windows`).
+
+    A huge document's bytes are then the reader's and nobody else's: packing them with the
+    batch's other texts would copy them (a 200 MB document twice). An ASCII text needs no NFKC
+    and its case is folded by the kernels, so its bytes are already what the sketch reads.
+
+    >>> segs = encode_segments(["a", Utf8Text(memoryview(b"B c")), "d"], Shingling())
+    >>> [(first, bytes(data), offsets.tolist()) for first, data, offsets in segs]
+    [(0, b'a', [0, 1]), (1, b'B c', [0, 3]), (2, b'd', [0, 1])]
+    """
+    if not isinstance(texts, list):
+        texts = list(texts)
+    views = [i for i, t in enumerate(texts) if type(t) is Utf8Text]
+    out = []
+    at = 0
+    for i in views:
+        if i > at:
+            out.append((at, *encode_for_sketch(texts[at:i], shingling, writable=writable)))
+        t = texts[i]
+        data = t.array() if t.isascii() else _normalized_windows(t, shingling.nfkc, shingling.casefold, writable)
+        out.append((i, data, np.array([0, len(data)], dtype=np.int64)))
+        at = i + 1
+    if at < len(texts) or not out:
+        out.append((at, *encode_for_sketch(texts[at:], shingling, writable=writable)))
+    return out
+
+
+def _normalized_windows(text: Utf8Text, nfkc: bool, casefold: bool, writable: bool) -> np.ndarray:
+    """:func:`_encode_lean` of a non-ASCII :class:`~neardup.text.utf8.Utf8Text`, a window of about
+    :data:`_HUGE_TEXT` bytes at a time (no ``str`` of the whole text).
+
+    Windows are cut between two ASCII characters, where NFKC and case folding act on each side
+    alone: decomposition and case folding map each character by itself, canonical reordering
+    stops at a character of combining class 0 (every ASCII one), and no composition joins two
+    ASCII characters, nor crosses a starter that does not compose with the one before it. The
+    windows' bytes may differ from the whole text's in ASCII case only (``_encode_lean`` folds
+    a window's case only where a character needs it), which the kernels fold, and which the
+    exact pre-pass lowers before hashing.
+    """
+    data = text.data
+    out = bytearray()
+    at = 0
+    while at < len(data):
+        end = _ascii_pair_cut(data, at + _HUGE_TEXT)
+        out += _encode_lean(str(data[at:end], "utf-8"), nfkc, casefold)
+        at = end
+    arr = np.frombuffer(out, dtype=np.uint8)
+    if not writable:
+        arr.flags.writeable = False
+    return arr
+
+
+def _ascii_pair_cut(data: memoryview, i: int) -> int:
+    """The first index ``j >= i`` with ``data[j - 1]`` and ``data[j]`` both ASCII, else ``len(data)``."""
+    step = 1 << 16
+    while i < len(data):
+        b = np.frombuffer(data[i - 1 : i + step], dtype=np.uint8)
+        hit = np.flatnonzero((b[:-1] < 0x80) & (b[1:] < 0x80))
+        if len(hit):
+            return i + int(hit[0])
+        i += step
+    return len(data)
 
 
 def kind_code(shingling: Shingling) -> int:

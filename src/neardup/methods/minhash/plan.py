@@ -23,11 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._kernels.candidates import verify_groups
-from ..._kernels.shingles import lower_ascii, lower_ascii_inplace, unique_rows
-from ...core.arrays import CsrParts
+from ..._kernels.charclass import CHAR_CLASS
+from ..._kernels.exact import lowered_keys_kernel
+from ..._kernels.minhash import LONG_DOC, WINDOW, shingle_set_long_doc
+from ..._kernels.shingles import lower_ascii_inplace, unique_rows
+from ...core.arrays import CsrParts, concat_consuming
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
-from ...text.shingles import encode_for_sketch, encode_texts, shingle_encoded
+from ...text.shingles import encode_segments, kind_code, shingle_encoded
 from ..exact.keys import keys_from_encoded
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to, verify_pairs
 from .lsh import band_keys
@@ -76,37 +79,50 @@ def minhash_plan(config: MinHashConfig) -> Plan:
     sharded = None
     if config.verify == "signature":
         sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty)
-    return Plan(config, tuple(stages), similarity, prepass, sharded)
+    return Plan(config, tuple(stages), similarity, prepass, sharded, utf8_texts=True)
 
 
 def encode_batch(config: MinHashConfig, batch: DocBatch, keys_wanted: bool):
-    """Prepare: the batch's texts normalized and packed as UTF-8 ``(data, offsets)``, and (when
-    wanted) the exact keys of the normalized bytes, i.e. of :func:`encode_texts`' bytes."""
+    """Prepare: the batch's texts normalized and packed as UTF-8 segments ``(first text, data,
+    offsets)`` (:func:`~neardup.text.shingles.encode_segments`: a huge text read as its bytes is
+    a segment of its own, not copied), and (when wanted) the exact keys of the normalized bytes,
+    i.e. of :func:`~neardup.text.shingles.encode_texts`' bytes."""
     shingling = config.shingling
-    data, offsets = encode_for_sketch(batch.texts, shingling, writable=keys_wanted and shingling.casefold)
-    keys = None
-    if keys_wanted:
-        if shingling.casefold:
+    segments = encode_segments(batch.texts, shingling, writable=keys_wanted and shingling.casefold)
+    if not keys_wanted:
+        return segments, None
+    keys = []
+    for _, data, offsets in segments:
+        if not shingling.casefold:
+            keys.append(keys_from_encoded(data, offsets, raw=True))
+        elif data.flags.writeable:
             # the sketch kernels lower-case ASCII themselves, so lowering the bytes in place
-            # changes no shingle and spares a copy of the batch's text (a 200 MB document)
-            if data.flags.writeable:
-                lower_ascii_inplace(data)
-                data.flags.writeable = False  # the kernels are compiled for read-only bytes
-            else:
-                data = lower_ascii(data)
-        keys = keys_from_encoded(data, offsets, raw=True)
-    return (data, offsets), keys
+            # changes no shingle and spares a copy of the batch's text
+            lower_ascii_inplace(data)
+            data.flags.writeable = False  # the kernels are compiled for read-only bytes
+            keys.append(keys_from_encoded(data, offsets, raw=True))
+        else:  # a huge text's own bytes: hashed lower-cased as they are read
+            out = np.empty((len(offsets) - 1, 2), dtype=np.uint64)
+            lowered_keys_kernel(data, offsets, out)
+            keys.append(out)
+    return segments, (keys[0] if len(keys) == 1 else np.concatenate(keys))
 
 
 def sketch_batch(config: MinHashConfig, prepared, chosen: np.ndarray | None) -> dict[str, np.ndarray]:
     """Map: signatures (uint32[m, K]) and shingle counts (int64[m]) of the chosen documents."""
-    data, offsets = prepared
-    starts, ends = offsets[:-1], offsets[1:]
-    if chosen is not None:
-        idx = np.flatnonzero(chosen)
-        starts, ends = starts[idx], ends[idx]
-    values, counts = hasher_for(config.scheme).sign_encoded(data, starts, ends)
-    return {"values": values, "counts": counts}
+    hasher = hasher_for(config.scheme)
+    values, counts = [], []
+    for first, data, offsets in prepared:
+        starts, ends = offsets[:-1], offsets[1:]
+        if chosen is not None:
+            idx = np.flatnonzero(chosen[first : first + len(starts)])
+            starts, ends = starts[idx], ends[idx]
+        v, c = hasher.sign_encoded(data, starts, ends)
+        values.append(v)
+        counts.append(c)
+    if len(values) == 1:
+        return {"values": values[0], "counts": counts[0]}
+    return {"values": np.concatenate(values), "counts": np.concatenate(counts)}
 
 
 def sketch_rows(config: MinHashConfig) -> Rows:
@@ -157,9 +173,22 @@ def shingle_sets(config: MinHashConfig, batch: DocBatch, wanted: np.ndarray):
     if not len(idx):
         return idx, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     shingling = config.shingling
-    data, offsets = encode_texts([batch.texts[i] for i in idx], shingling)
-    values, off = unique_rows(*shingle_encoded(data, offsets, shingling))
-    return batch.start + idx, values, np.diff(off)
+    values, sizes = [], []
+    # encode_for_sketch's bytes differ from encode_texts' in ASCII case only, which the kernel
+    # folds itself (kind_code): the same sets, and a huge text's bytes are not copied
+    kind = kind_code(shingling)
+    for _, data, offsets in encode_segments([batch.texts[i] for i in idx], shingling):
+        if len(offsets) == 2 and offsets[1] > LONG_DOC:  # a huge text alone
+            v = shingle_set_long_doc(
+                data, 0, offsets[1], CHAR_CLASS, kind, shingling.n, shingling.strip_punctuation, WINDOW
+            )
+            values.append(v)
+            sizes.append(np.array([len(v)], dtype=np.int64))
+            continue
+        v, off = unique_rows(*shingle_encoded(data, offsets, shingling))
+        values.append(v)
+        sizes.append(np.diff(off))
+    return batch.start + idx, concat_consuming(values, np.empty(0, np.uint64)), np.concatenate(sizes)
 
 
 class ShingleSets(CsrParts):

@@ -14,7 +14,15 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import MASK64, hash_ints, hash_spans
-from ..._kernels.minhash import WINDOW, fold_long_doc, minhash_chars_kernel, minhash_csr, minhash_words_kernel
+from ..._kernels.minhash import (
+    LONG_DOC,
+    WINDOW,
+    fold_long_doc,
+    minhash_chars_kernel,
+    minhash_csr,
+    minhash_words_kernel,
+    oph_long_doc,
+)
 from ..._kernels.oph import oph_csr_kernel, oph_texts_kernel
 from ...core.validation import Choice, Instance, Optional, check, conflict
 from ...text.shingles import Shingling, encode_for_sketch, kind_code
@@ -136,10 +144,13 @@ class MinHasher:
         starts = np.ascontiguousarray(starts, dtype=np.int64)
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         if self.scheme.hash_family == OPH_FAMILY:
+            # long documents are folded window by window (as the classic kernel
+            # does): the kernel's scratch would be sized for the whole text
+            long = np.flatnonzero(ends - starts > LONG_DOC)
             oph_texts_kernel(
                 data,
                 starts,
-                ends,
+                np.where(ends - starts > LONG_DOC, starts, ends) if len(long) else ends,
                 CHAR_CLASS,
                 kind_code(sh),
                 sh.n,
@@ -149,6 +160,21 @@ class MinHasher:
                 values,
                 counts,
             )
+            kind = kind_code(sh)
+            for d in long.tolist():
+                counts[d] = oph_long_doc(
+                    data,
+                    starts[d],
+                    ends[d],
+                    CHAR_CLASS,
+                    kind,
+                    sh.n,
+                    sh.strip_punctuation,
+                    self._oph,
+                    self._oph_seq,
+                    values[d],
+                    WINDOW,
+                )
         else:
             kernel = minhash_chars_kernel if sh.kind == "char" else minhash_words_kernel
             kernel(
@@ -164,9 +190,20 @@ class MinHasher:
                 values,
                 counts,
             )
-            for d in np.flatnonzero(counts < 0):  # word-shingled texts past LONG_DOC bytes
+            kind = kind_code(sh)
+            for d in np.flatnonzero(counts < 0):  # texts past LONG_DOC bytes
                 counts[d] = fold_long_doc(
-                    data, starts[d], ends[d], CHAR_CLASS, kind_code(sh), sh.n, self._a, self._b, values[d], WINDOW
+                    data,
+                    starts[d],
+                    ends[d],
+                    CHAR_CLASS,
+                    kind,
+                    sh.n,
+                    sh.strip_punctuation,
+                    self._a,
+                    self._b,
+                    values[d],
+                    WINDOW,
                 )
         return values, counts
 
