@@ -671,15 +671,14 @@ def minhash_words_kernel(data, starts, ends, table, kind, n, strip, a, b, sigs, 
     this kernel's compile time), and character shingles another, :func:`minhash_chars_kernel`
     (the same loop over :func:`~neardup._kernels.shingles.char_hashes`): either compiles half
     the shingling code."""
-    windowed = kind & 1 == WORD_KIND
-    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC) if windowed else ends)
+    buf, words, pos = doc_scratch(starts, np.minimum(ends, starts + LONG_DOC))
     hs = np.empty(pos.shape[0], dtype=np.uint64)
     acc = np.empty(a.shape[0], dtype=np.uint64)
     halves = split_permutations(a, b)
     acc32 = np.empty(a.shape[0], dtype=np.uint32)
     scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
     for d in range(starts.shape[0]):
-        if windowed and ends[d] - starts[d] > LONG_DOC:
+        if ends[d] - starts[d] > LONG_DOC:
             counts[d] = -1
             continue
         c = word_hashes(data, starts[d], ends[d], table, kind, n, strip, buf, words, pos, hs, 0, scratch)
