@@ -24,11 +24,12 @@ long as it is open, and a second writer gets :class:`IndexLockedError`; readers 
 see what was committed when they (re)load.
 
 A store backend is anything with the methods of :class:`SQLiteStore` below the line "backend
-interface" (``insert``, ``delete``, ``rows_after``, ``tombstones_after``, ``last_tombstone``, ``lookup``,
-``get``, ``meta``, ``epoch``, ``version``, ``compact``, ``check``, ``file_bytes``, ``close``) and the
-attributes ``path``, ``mode``, ``kind`` and ``shared``: the durable index (:mod:`neardup.index.durable`)
-keeps its lookup structures in memory and asks the store only for what changed. The other backend
-is :class:`~neardup.index.redis_store.RedisStore` (an index shared by several writer processes).
+interface" (``insert``, ``delete``, ``rows_after`` or, as here, ``columns_after``,
+``tombstones_after``, ``last_tombstone``, ``lookup``, ``get``, ``meta``, ``epoch``, ``version``,
+``compact``, ``check``, ``file_bytes``, ``close``) and the attributes ``path``, ``mode``, ``kind``
+and ``shared``: the durable index (:mod:`neardup.index.durable`) keeps its lookup structures in
+memory and asks the store only for what changed. The other backend is
+:class:`~neardup.index.redis_store.RedisStore` (an index shared by several writer processes).
 """
 
 from __future__ import annotations
@@ -330,30 +331,12 @@ class SQLiteStore:
         with self._transaction():
             return self._delete(ids, missing_ok=False)
 
-    def rows_after(self, seq: int, *, batch: int = 65536) -> Iterator[list[StoredRow]]:
-        """Stored rows with a sequence number above ``seq``, in order, in batches; checksums verified."""
-        cursor = self._conn.execute("SELECT seq, id, sketch, empty, crc FROM docs WHERE seq > ? ORDER BY seq", (seq,))
-        while True:
-            try:
-                chunk = cursor.fetchmany(batch)
-            except sqlite3.DatabaseError as exc:
-                raise IndexCorruptError(f"{self.path}: damaged ({exc}); run `neardup index check`") from None
-            if not chunk:
-                return
-            out = []
-            for s, doc_id, sketch, empty, crc in chunk:
-                if not isinstance(sketch, bytes) or row_crc(doc_id, sketch) != crc:
-                    raise IndexCorruptError(
-                        f"{self.path}: the stored sketch of id {doc_id!r} fails its checksum; "
-                        "run `neardup index check` (restore the file or remove that id)"
-                    )
-                out.append(StoredRow(s, doc_id, sketch, bool(empty)))
-            yield out
-
     def columns_after(self, seq: int, sketch_bytes: int, *, batch: int = 65536) -> Iterator[RowColumns]:
-        """:meth:`rows_after` as columns, with no Python object made per row beyond SQLite's own
-        (what loading a whole index reads); every sketch's size (``sketch_bytes``) and checksum
-        verified, the checksums computed by ``map`` over the batch rather than a loop in Python."""
+        """Stored rows with a sequence number above ``seq``, in order, in batches, as columns (the
+        backend interface's ``rows_after`` for this store), with no Python object made per row
+        beyond SQLite's own (what loading a whole index reads); every sketch's size
+        (``sketch_bytes``) and checksum verified, the checksums computed by ``map`` over the batch
+        rather than a loop in Python."""
         cursor = self._conn.execute("SELECT seq, id, sketch, empty, crc FROM docs WHERE seq > ? ORDER BY seq", (seq,))
         while True:
             try:
