@@ -47,6 +47,17 @@ def make_corpus(n: int = 400, seed: int = 7, copy_rate: float = 0.3, max_edits: 
     return Corpus([f"doc-{i:05d}" for i in range(n)], texts, source)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _jsonl_scanner_always():
+    """The JSON Lines scanner in every test, not its Python tier for the first 64 MiB read (what a
+    cold cache gives a process: ``neardup._kernels.warmup``); tests of the tier pin it themselves."""
+    from neardup._kernels.jsonl import SCAN_WARMUP
+
+    SCAN_WARMUP.pin(True)
+    yield
+    SCAN_WARMUP.pin(None)
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Corpus:
     return make_corpus()

@@ -1,4 +1,4 @@
-"""read_documents' kernel path for JSONL (neardup.jsonl_scan) against the orjson path.
+"""read_documents' kernel path for JSONL (neardup.jsonl_scan), and its Python tier, against the orjson path.
 
 The orjson path (``_scan(..., full=True)``, which write_kept uses) is the reference: for any
 file, both must give the same records, in the same order, the same skip counts by reason, and
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.jsonl import SCAN_WARMUP
 from neardup.core.errors import InputError
 from neardup.io import streams as nio
 from neardup.io.jsonl import scan_jsonl
@@ -21,18 +22,24 @@ from neardup.io.policy import make_policy
 
 
 def scan_both(path, **kw):
+    """(kernel path, orjson path) results of reading ``path``; the kernel path's Python tier (the
+    scanner not compiled yet: orjson line by line, :data:`SCAN_WARMUP`) must equal the first."""
     results = []
-    for full in (False, True):
+    for full, kernel in ((False, True), (True, None), (False, False)):
         pol = make_policy(kw.get("text_field", "text"), kw.get("id_field"), kw.get("on_error", "skip"), None)
+        SCAN_WARMUP.pin(kernel)
         try:
             chunks = list(scan_jsonl(str(path), pol, full))
         except InputError as exc:
             results.append(("error", str(exc)))
             continue
+        finally:
+            SCAN_WARMUP.pin(True)
         ids = [d for c in chunks for d in c.ids]
         texts = [t for c in chunks for t in c.texts]
         results.append((ids, texts, pol.stats.skipped, dict(pol.stats.reasons)))
-    return results
+    assert results[2] == results[0]
+    return results[:2]
 
 
 scalar = st.one_of(

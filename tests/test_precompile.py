@@ -11,13 +11,16 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numba
 import numpy as np
 import pytest
 
 import neardup._kernels.precompile as pre
+from neardup._kernels.jsonl import SCAN_WARMUP
 from neardup._kernels.unionfind import roots
+from neardup._kernels.warmup import Warmup
 from neardup.methods.minhash.config import MinHashConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +52,43 @@ def test_the_plan_follows_the_job():
         assert sig and all(isinstance(t, numba.types.Type) for t in sig) and repr(sig) == k.args
 
 
+def test_the_scanner_is_planned_only_for_inputs_past_its_warmup():
+    config = MinHashConfig()
+    hot = SCAN_WARMUP.hot
+    for size, planned in ((None, True), (hot + 1, True), (hot, False), (1000, False)):
+        names = [
+            k.name for k in pre.plan_for(config, jsonl_input=True, jsonl_output=True, pairs=True, input_bytes=size)
+        ]
+        assert ("scan" in names) == planned and "minhash_words_kernel" in names and names[-1] == "copy_kept"
+
+
+class _Cold:
+    """A dispatcher as numba shows one not compiled in this process, whose cache has no index."""
+
+    def __init__(self, index_path):
+        self.overloads = {}
+        self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(index_path)))
+
+
+def test_warmup_takes_the_python_path_until_the_work_passes_hot_or_the_kernel_is_ready(tmp_path):
+    cold = _Cold(tmp_path / "kernel.nbi")
+    w = Warmup(cold, hot=25)
+    assert [w.use_kernel(10), w.use_kernel(10), w.use_kernel(10), w.use_kernel(1)] == [False, False, True, True]
+    w = Warmup(cold, hot=25)
+    assert not w.use_kernel(10)
+    (tmp_path / "kernel.nbi").write_bytes(b"")  # a subprocess cached it meanwhile
+    assert w.use_kernel(10)
+    w = Warmup(_Cold(tmp_path / "other.nbi"), hot=25)
+    w.dispatcher.overloads["sig"] = object()  # compiled in this process
+    assert w.use_kernel(10)
+    w = Warmup(_Cold(tmp_path / "other.nbi"), hot=10**9)
+    w.pin(True)
+    assert w.use_kernel(1)
+    w.pin(None)
+    assert not w.use_kernel(1)
+    assert Warmup(SimpleNamespace(overloads={}), hot=10**9).use_kernel(1)  # no cache to look at: the kernel
+
+
 def _call_with_a_deadline(fn, seconds=300):
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("value", fn()), daemon=True)
@@ -61,7 +101,7 @@ def _call_with_a_deadline(fn, seconds=300):
 @pytest.mark.parametrize("command", [[sys.executable, "-c", "raise SystemExit(3)"], ["/nonexistent/python"]])
 def test_a_subprocess_that_dies_or_cannot_start_leaves_the_kernel_to_the_job(monkeypatch, command):
     monkeypatch.setattr(pre, "_COMMAND", command)
-    monkeypatch.setattr(pre, "_cached", lambda kernel: False)
+    monkeypatch.setattr(pre, "cached", lambda dispatcher: False)
     parent = np.array([0, 0, 1, 2], dtype=np.int64)
     with pre.precompiled([ROOTS]) as n:
         assert n == 1
@@ -74,7 +114,7 @@ def test_nothing_starts_on_a_warm_cache_or_when_turned_off(monkeypatch):
     roots(np.zeros(1, dtype=np.int64))  # cached now, if it was not
     with pre.precompiled([ROOTS]) as n:
         assert n == 0
-    monkeypatch.setattr(pre, "_cached", lambda kernel: False)
+    monkeypatch.setattr(pre, "cached", lambda dispatcher: False)
     monkeypatch.setenv("NEARDUP_PRECOMPILE", "0")
     with pre.precompiled([ROOTS]) as n:
         assert n == 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .intrinsics import copy_into
 from .measures import jaccard_sorted
 from .unionfind import find, union
 
@@ -41,7 +42,7 @@ def similarity(i, j, mode, threshold, min_matches, sigs, set_values, set_offsets
 @nb.njit(cache=True, nogil=True)
 def _grow(arr, size):
     out = np.empty(max(2 * arr.shape[0], size, 16), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
+    copy_into(out, 0, arr, 0, arr.shape[0])
     return out
 
 

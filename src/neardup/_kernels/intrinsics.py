@@ -13,6 +13,9 @@ also with ``NUMBA_CPU_NAME=generic``).
   8 bytes from one 16-byte load, as LLVM vectors (every CPU).
 * ``load8``, ``store8``, ``ctz``: unaligned little-endian 8-byte loads and stores and a trailing
   zero count, for the JSON Lines scanner's 8 bytes at a time (:mod:`neardup._kernels.jsonl`).
+* ``copy_into``: ``dst[d:d+n] = src[s:s+n]`` as one ``memmove`` (numba's slice assignment compiles
+  about 2 s of shape checks and error formatting into the first kernel of a process that uses it,
+  which a first run waits for).
 * ``prefetch``: a cache-line prefetch, for the LSH index's probes (:mod:`neardup._kernels.lsh`).
 * ``fold32x64``, ``fold32x16``, ``fold32x8``, ``fold64x64``, ``fold64x8``: the classic MinHash
   fold permutation-major, a block of permutations' minima held in vector registers while the
@@ -318,6 +321,30 @@ def store8(typingctx, arr, idx, val):
         return context.get_dummy_value()
 
     return types.void(arr, idx, val), codegen
+
+
+@intrinsic
+def copy_into(typingctx, dst, d, src, s, n):
+    """``dst[d:d+n] = src[s:s+n]`` for 1-D C-contiguous arrays of one dtype (unchecked; the ranges
+    may overlap)."""
+    if not (
+        isinstance(dst, types.Array)
+        and isinstance(src, types.Array)
+        and dst.dtype == src.dtype
+        and dst.ndim == src.ndim == 1
+        and dst.layout == src.layout == "C"
+    ):
+        return None
+
+    def codegen(context, builder, sig, args):
+        out = context.make_array(sig.args[0])(context, builder, args[0])
+        inp = context.make_array(sig.args[2])(context, builder, args[2])
+        start_d, start_s, count = (context.cast(builder, args[i], sig.args[i], types.intp) for i in (1, 3, 4))
+        item = context.get_abi_sizeof(context.get_data_type(sig.args[0].dtype))
+        cgutils.raw_memmove(builder, builder.gep(out.data, [start_d]), builder.gep(inp.data, [start_s]), count, item)
+        return context.get_dummy_value()
+
+    return types.void(dst, d, src, s, n), codegen
 
 
 @intrinsic

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numba as nb
 
+from .intrinsics import copy_into
+
 
 @nb.njit(cache=True, nogil=True)
 def copy_kept(data, newlines, keep, start, out):
@@ -30,7 +32,7 @@ def copy_kept(data, newlines, keep, start, out):
             c += 1
         if c < j:
             if rec < limit and keep[rec]:
-                out[o : o + j - i] = data[i:j]
+                copy_into(out, o, data, i, j - i)
                 o += j - i
                 out[o] = 10
                 o += 1

@@ -16,7 +16,7 @@ from numba.core import types
 from numba.experimental import structref
 
 from .hashing import P1, P2, SEED, fmix64, rotl64
-from .intrinsics import prefetch
+from .intrinsics import copy_into, prefetch
 from .minhash import EMPTY_VALUE
 
 _SCAN = 8  # keys compared at once in a bucket (see _scan)
@@ -324,9 +324,9 @@ def query_kernel(qvalues, rows, keys, ids, dirs, runs, sigs, alive, min_matches,
         if used + n > out_ids.shape[0]:
             cap = max(2 * out_ids.shape[0], used + n)
             bigger_ids = np.empty(cap, dtype=np.int64)
-            bigger_ids[:used] = out_ids[:used]
+            copy_into(bigger_ids, 0, out_ids, 0, used)
             bigger_matches = np.empty(cap, dtype=np.int64)
-            bigger_matches[:used] = out_matches[:used]
+            copy_into(bigger_matches, 0, out_matches, 0, used)
             out_ids, out_matches = bigger_ids, bigger_matches
         for i in range(n):
             out_ids[used + i] = codes[i] & 0xFFFFFFFF

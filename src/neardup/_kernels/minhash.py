@@ -31,7 +31,7 @@ import numpy as np
 
 from .charclass import IGNORE, OTHER, PUNCT, SPACE
 from .hashing import splitmix64
-from .intrinsics import fold32x8, fold32x16, fold32x64, fold64x8, fold64x64
+from .intrinsics import copy_into, fold32x8, fold32x16, fold32x64, fold64x8, fold64x64
 from .oph import densify, oph_fold_many
 from .shingles import (
     _WORD_LUT,
@@ -474,7 +474,7 @@ def _fold_any(hs, m, a, b, halves, acc, acc32, tmp, sig, salt, mode, bins, value
         oph_fold_many(hs, 0, m, salt, sig, bins, values)
     elif mode == COLLECT:
         at = cursor[0]
-        out[at : at + m] = hs[:m]
+        copy_into(out, at, hs, 0, m)
         cursor[0] = at + m
     else:
         _fold_into(hs, m, a, b, halves, acc, acc32, tmp, sig)
@@ -545,9 +545,9 @@ def _fold_windows(data, start, end, table, kind, n, a, b, salt, mode, sig, windo
         if ntail and units:
             head = min(n - 1, units)
             seam = _scratch_bytes(tail_len + pos[head] + 8)
-            seam[:tail_len] = tail[:tail_len]
+            copy_into(seam, 0, tail, 0, tail_len)
             seam_pos = np.empty(ntail + head + 1, dtype=np.int64)
-            seam_pos[:ntail] = tail_pos[:ntail]
+            copy_into(seam_pos, 0, tail_pos, 0, ntail)
             seam_pos[ntail + head] = _copy_tokens(buf, pos, 0, head, seam, seam_pos, tail_len, ntail)
             m = ntail + head - n + 1
             _hash_starts(seam, seam.view(np.uint64), seam_pos, m, n, 1, hs, 0, scratch)

@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 
 from .hashing import fmix64, splitmix64
+from .intrinsics import copy_into
 from .shingles import HASH_BLOCK, LOCKSTEP_WORDS, doc_hashes, doc_scratch
 
 EMPTY = np.uint32(0xFFFFFFFF)
@@ -103,7 +104,7 @@ def densify(sig, c, d, seq, orig, attempts=-1):
             v = min(v, sig[i])
         sig[:] = v
         return
-    orig[:] = sig
+    copy_into(orig, 0, sig, 0, k)
     kk = np.uint64(k)
     first = min(attempts, seq.shape[1])
     for i in range(k):

@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
+from .warmup import cached
+
 __all__ = ["HELPERS", "Kernel", "plan_for", "precompiled", "split"]
 
 HELPERS = 2
@@ -129,12 +131,19 @@ SIMILARITY = (
 WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})", 0.5),)
 
 
-def plan_for(config, *, jsonl_input: bool, jsonl_output: bool, pairs: bool) -> tuple[Kernel, ...]:
+def plan_for(
+    config, *, jsonl_input: bool, jsonl_output: bool, pairs: bool, input_bytes: int | None = None
+) -> tuple[Kernel, ...]:
     """The kernels a dedup job with ``config`` calls, in the order it calls them, as far as they
-    are known: for a MinHash job of the default sketch and verification, reading JSON Lines, its
-    exact pre-pass if on, the MinHash kernels, writing JSON Lines read from JSON Lines; other
-    jobs have no plan (empty: they compile in the one process as before)."""
-    kernels: list[Kernel] = list(READ_JSONL) if jsonl_input else []
+    are known: for a MinHash job of the default sketch and verification, reading JSON Lines (the
+    scanner only when the inputs hold ``input_bytes``, if known, of at least its warm-up: below
+    that it is not called, :data:`neardup._kernels.jsonl.SCAN_WARMUP`), its exact pre-pass if on,
+    the MinHash kernels, writing JSON Lines read from JSON Lines; other jobs have no plan (empty:
+    they compile in the one process as before)."""
+    from .jsonl import SCAN_WARMUP
+
+    scanned = jsonl_input and (input_bytes is None or input_bytes > SCAN_WARMUP.hot)
+    kernels: list[Kernel] = list(READ_JSONL) if scanned else []
     default_minhash = (
         type(config).__name__ == "MinHashConfig"
         and getattr(config, "sketch", None) == "classic"
@@ -160,14 +169,6 @@ def split(kernels: Sequence[Kernel], parts: int) -> list[list[Kernel]]:
         out[i].append(k)
         load[i] += max(k.seconds, 0.01)
     return [o for o in out if o]
-
-
-def _cached(kernel: Kernel) -> bool:
-    """Whether numba's cache has an index for the kernel (the check costs one ``stat``; an index
-    for other argument types, or a stale one, counts as cached: the job then compiles as before)."""
-    cache = getattr(kernel.dispatcher(), "_cache", None)
-    path = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
-    return path is None or os.path.exists(path)
 
 
 class _Helpers:
@@ -257,7 +258,7 @@ def precompiled(kernels: Sequence[Kernel], parts: int = HELPERS) -> Iterator[int
     hooked = []
     try:
         if os.environ.get("NEARDUP_PRECOMPILE", "1") != "0" and kernels:
-            todo = [k for k in dict.fromkeys(kernels) if not _cached(k)]
+            todo = [k for k in dict.fromkeys(kernels) if not cached(k.dispatcher())]
             if todo:
                 package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
                 path = os.environ.get("PYTHONPATH")

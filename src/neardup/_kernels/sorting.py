@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .intrinsics import copy_into
+
 # ---------------------------------------------------------------------------------------------
 # keys with a payload, and sorted runs of them
 SMALL_SORT = 256
@@ -64,8 +66,8 @@ def radix_sort_with(keys, payload):
         sp, dp = dp, sp
         in_tmp = not in_tmp
     if in_tmp:
-        keys[:] = sk
-        payload[:] = sp
+        copy_into(keys, 0, sk, 0, n)
+        copy_into(payload, 0, sp, 0, n)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -129,7 +131,7 @@ def radix_sort_bits(a, shift, nbits):
             in_tmp = not in_tmp
         p += width
     if in_tmp:
-        a[:] = src
+        copy_into(a, 0, src, 0, n)
 
 
 @nb.njit(cache=True, nogil=True)

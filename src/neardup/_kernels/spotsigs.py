@@ -17,6 +17,7 @@ import numpy as np
 
 from .charclass import IDEOGRAPH, IGNORE, OTHER, WORD
 from .hashing import fmix64, hash_span_words
+from .intrinsics import copy_into
 from .shingles import decode
 
 KEY_ANTECEDENT, KEY_CHAIN = 0, 1
@@ -194,8 +195,8 @@ def take_rows(values, counts, offsets, rows):
     c = np.empty(off[n], dtype=counts.dtype)
     for r in range(n):
         d = rows[r]
-        v[off[r] : off[r + 1]] = values[offsets[d] : offsets[d + 1]]
-        c[off[r] : off[r + 1]] = counts[offsets[d] : offsets[d + 1]]
+        copy_into(v, off[r], values, offsets[d], off[r + 1] - off[r])
+        copy_into(c, off[r], counts, offsets[d], off[r + 1] - off[r])
     return v, c, off
 
 

@@ -413,6 +413,7 @@ def job_kernels(config, read: ReadOptions, outs: Outputs) -> tuple:
         jsonl_input=jsonl_input,
         jsonl_output=jsonl_output and not outs.annotate,
         pairs=outs.pairs is not None,
+        input_bytes=input_bytes(read.inputs, read.input_format),
     )
 
 

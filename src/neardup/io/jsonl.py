@@ -163,11 +163,13 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
     """``(ids, texts, buffer)`` of the records of one block whose first line is line ``base + 1``
     of ``path``: one kernel call, then ``orjson`` on the lines it declines; ``buffer``: the
     kernel's output buffer to reuse (returned, possibly grown)."""
-    from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK
+    from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK, SCAN_WARMUP
     from .jsonl_scan import scan_block
 
-    if len(block) > _HUGE_BLOCK:  # a line of many MiB: orjson makes its text without a kernel buffer
-        ids, texts, _ = _scan_huge_block(block, path, pol, base)
+    # a line of many MiB: orjson makes its text without a kernel buffer; a cold cache and little
+    # read so far: orjson, the scanner not being worth its compile yet
+    if len(block) > _HUGE_BLOCK or not SCAN_WARMUP.use_kernel(len(block)):
+        ids, texts, _ = _parse_lines(block, path, pol, base)
         return ids, texts, buffer
     r = scan_block(block, keys[0], keys[1], buffer)
     status = r.status
@@ -195,8 +197,9 @@ into a buffer as large as the block and then copy it into a str (three copies of
 document at once, against two this way)."""
 
 
-def _scan_huge_block(block: bytes, path: str, pol: Policy, base: int) -> tuple[list[str], list[str], int]:
-    """(ids, texts, lines) of a block holding a very long line, without copying its lines."""
+def _parse_lines(block: bytes, path: str, pol: Policy, base: int) -> tuple[list[str], list[str], int]:
+    """(ids, texts, lines) of a block, parsed line by line with ``orjson`` (the scanning kernel's
+    results, without it), a very long text without copying its line."""
     view = memoryview(block)
     ids: list[str] = []
     texts: list[str] = []
