@@ -17,6 +17,7 @@ import numpy as np
 
 from .charclass import IGNORE, OTHER, SPACE
 from .hashing import P1, P2, SEED, fmix64, rotl64
+from .intrinsics import copy_into
 from .runs import equal_range
 from .shingles import decode
 
@@ -245,7 +246,7 @@ def index_query_kernel(qkeys, keys, ids, dirs, runs, words, alive, limit):
                 if alive[row] and words[row, 1] == w1:
                     if n == out.shape[0]:
                         bigger = np.empty(2 * n, dtype=np.int64)
-                        bigger[:n] = out
+                        copy_into(bigger, 0, out, 0, n)
                         out = bigger
                     out[n] = row
                     n += 1

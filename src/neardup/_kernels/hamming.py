@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .intrinsics import copy_into
 from .runs import equal_range
 
 _M1 = np.uint64(0x5555555555555555)
@@ -115,7 +116,7 @@ def _first_table(dmask, kept_mask):
 @nb.njit(inline="always", cache=True)
 def _grow(arr, size):
     out = np.empty(max(2 * arr.shape[0], size, 64), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
+    copy_into(out, 0, arr, 0, arr.shape[0])
     return out
 
 

@@ -1,8 +1,9 @@
 """SimHash kernels: salts and hyperplanes from the seed, weighted sign sums, document frequencies.
 
 :func:`simhash_salt_array` and :func:`hyperplanes` make a scheme's per-word salts and Gaussian
-hyperplanes; :func:`simhash_csr`, :func:`simhash_csr_weighted` and :func:`simhash_texts_kernel`
-(texts, shingled on the way by :mod:`neardup._kernels.shingles`) fold shingle hashes, with count
+hyperplanes; :func:`simhash_csr`, :func:`simhash_csr_weighted`, :func:`simhash_words_kernel` and
+:func:`simhash_chars_kernel` (texts, shingled on the way by :mod:`neardup._kernels.shingles`, a
+kernel per shingle kind) fold shingle hashes, with count
 or IDF weights, into 64-bit fingerprint words; :func:`df_batch` and :func:`merge_counts` count
 document frequencies for the IDF table. Fingerprints are defined in
 :mod:`neardup.methods.simhash.scheme`.
@@ -16,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from .hashing import fmix64, splitmix64
-from .shingles import HASH_BLOCK, LOCKSTEP_WORDS, doc_hashes, doc_scratch
+from .shingles import HASH_BLOCK, LOCKSTEP_WORDS, char_hashes, doc_scratch, word_hashes
 from .sorting import radix_sort_with
 
 _GAMMA = 0x9E3779B97F4A7C15
@@ -151,8 +152,33 @@ def lookup_idf_weights(hashes, table_hashes, table_weights, directory, dir_shift
     return out
 
 
+@nb.njit(inline="always", cache=True)
+def _texts_scratch(offsets, use_idf):
+    """Per-batch scratch of the fingerprint kernels: (buf, words, pos, scratch, hbuf, wbuf, cnt, acc)."""
+    buf, words, pos = doc_scratch(offsets[:-1], offsets[1:])
+    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
+    hbuf = np.empty(pos.shape[0], dtype=np.uint64)
+    wbuf = np.empty(pos.shape[0] if use_idf else 0, dtype=np.int64)
+    return buf, words, pos, scratch, hbuf, wbuf, np.empty(64, dtype=np.int64), np.empty(65, dtype=np.int64)
+
+
+@nb.njit(inline="always", cache=True)
+def _fingerprint(d, c, hbuf, wbuf, salts, use_idf, idf, cnt, acc, out):
+    """``out[d]`` = the fingerprint words of the ``c`` shingle hashes in ``hbuf`` (``idf``: the
+    kernels' IDF arguments, a tuple)."""
+    if use_idf:
+        idf_hashes, idf_weights, idf_dir, idf_shift, idf_default = idf
+        for i in range(c):
+            wbuf[i] = _idf_lookup(idf_hashes, idf_weights, idf_dir, idf_shift, idf_default, hbuf[i])
+        for w in range(salts.shape[0]):
+            out[d, w] = _fold_weighted(hbuf, wbuf, 0, c, salts[w], acc)
+    else:
+        for w in range(salts.shape[0]):
+            out[d, w] = _fold_count(hbuf, 0, c, salts[w], cnt)
+
+
 @nb.njit(cache=True, nogil=True)
-def simhash_texts_kernel(
+def simhash_words_kernel(
     data,
     offsets,
     table,
@@ -169,25 +195,43 @@ def simhash_texts_kernel(
     out,
     counts,
 ):
-    """Fingerprint every document of the packed UTF-8 ``data``: its shingles are streamed by the
-    shingling kernels into a per-document buffer and folded at once (no batch-wide CSR)."""
-    buf, words, pos = doc_scratch(offsets[:-1], offsets[1:])
-    scratch = np.empty((LOCKSTEP_WORDS + 1, HASH_BLOCK), dtype=np.uint64)
-    hbuf = np.empty(pos.shape[0], dtype=np.uint64)
-    wbuf = np.empty(pos.shape[0] if use_idf else 0, dtype=np.int64)
-    cnt = np.empty(64, dtype=np.int64)
-    acc = np.empty(65, dtype=np.int64)
+    """Fingerprint every document of the packed UTF-8 ``data`` by its word shingles (``kind & 1
+    == WORD_KIND``): its shingles are streamed by the shingling kernels into a per-document buffer
+    and folded at once (no batch-wide CSR). :func:`simhash_chars_kernel` is the same loop for
+    character shingles: a kernel per kind compiles half the shingling code."""
+    buf, words, pos, scratch, hbuf, wbuf, cnt, acc = _texts_scratch(offsets, use_idf)
+    idf = (idf_hashes, idf_weights, idf_dir, idf_shift, idf_default)
     for d in range(offsets.shape[0] - 1):
-        c = doc_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, pos, hbuf, 0, scratch)
+        c = word_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, pos, hbuf, 0, scratch)
         counts[d] = c
-        if use_idf:
-            for i in range(c):
-                wbuf[i] = _idf_lookup(idf_hashes, idf_weights, idf_dir, idf_shift, idf_default, hbuf[i])
-            for w in range(salts.shape[0]):
-                out[d, w] = _fold_weighted(hbuf, wbuf, 0, c, salts[w], acc)
-        else:
-            for w in range(salts.shape[0]):
-                out[d, w] = _fold_count(hbuf, 0, c, salts[w], cnt)
+        _fingerprint(d, c, hbuf, wbuf, salts, use_idf, idf, cnt, acc, out)
+
+
+@nb.njit(cache=True, nogil=True)
+def simhash_chars_kernel(
+    data,
+    offsets,
+    table,
+    kind,
+    n,
+    strip,
+    salts,
+    use_idf,
+    idf_hashes,
+    idf_weights,
+    idf_dir,
+    idf_shift,
+    idf_default,
+    out,
+    counts,
+):
+    """:func:`simhash_words_kernel` for character shingles (``kind & 1 == CHAR_KIND``)."""
+    buf, words, pos, scratch, hbuf, wbuf, cnt, acc = _texts_scratch(offsets, use_idf)
+    idf = (idf_hashes, idf_weights, idf_dir, idf_shift, idf_default)
+    for d in range(offsets.shape[0] - 1):
+        c = char_hashes(data, offsets[d], offsets[d + 1], table, kind, n, strip, buf, words, pos, hbuf, 0, scratch)
+        counts[d] = c
+        _fingerprint(d, c, hbuf, wbuf, salts, use_idf, idf, cnt, acc, out)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,13 +15,15 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.hashing import hash_spans
+from ..._kernels.shingles import WORD_KIND
 from ..._kernels.simhash import (
     df_batch,
     lookup_idf_weights,
     merge_counts,
+    simhash_chars_kernel,
     simhash_csr,
     simhash_csr_weighted,
-    simhash_texts_kernel,
+    simhash_words_kernel,
 )
 from ...core.errors import IncompatibleSketchError
 from ...core.validation import Instance, Integer, Optional, ParameterError, check, conflict
@@ -299,7 +301,8 @@ class SimHasher:
         counts = np.empty(len(texts), dtype=np.int64)
         idf = self.idf
         use = idf is not None
-        simhash_texts_kernel(
+        kernel = simhash_words_kernel if kind_code(sh) & 1 == WORD_KIND else simhash_chars_kernel
+        kernel(
             data,
             offsets,
             CHAR_CLASS,
