@@ -179,7 +179,7 @@ def _wjaccard(values, counts, off, x, y, lx, ly):
 @nb.njit(cache=True, nogil=True)
 def _grow(arr, need):
     out = np.empty(max(2 * arr.shape[0], need, 64), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
+    copy_into(out, 0, arr, 0, arr.shape[0])
     return out
 
 
