@@ -22,6 +22,8 @@ from neardup._kernels.jsonl import SCAN_WARMUP
 from neardup._kernels.unionfind import roots
 from neardup._kernels.warmup import Warmup
 from neardup.methods.minhash.config import MinHashConfig
+from neardup.methods.simhash.config import SimHashConfig
+from neardup.text.shingles import Shingling
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWS = ROOT / "examples" / "news.jsonl"
@@ -47,6 +49,10 @@ def test_the_plan_follows_the_job():
     bare = [k.name for k in pre.plan_for(config, jsonl_input=False, jsonl_output=True, pairs=False)]
     assert "scan" not in bare and "copy_kept" not in bare and "connect_band" in bare and "pairs_within" not in bare
     assert pre.plan_for(MinHashConfig(verify="exact"), jsonl_input=True, jsonl_output=True, pairs=False) == ()
+    assert pre.plan_for(SimHashConfig(weighting="idf"), jsonl_input=True, jsonl_output=True, pairs=False) == ()
+    simhash = [k.name for k in pre.plan_for(SimHashConfig(), jsonl_input=True, jsonl_output=True, pairs=True)]
+    assert "simhash_words_kernel" in simhash and "scan_table" in simhash and "minhash_words_kernel" not in simhash
+    full += pre.plan_for(SimHashConfig(shingling=Shingling("char", 5)), jsonl_input=True, jsonl_output=True, pairs=True)
     for k in full:  # every signature is one numba reads back
         sig = k.signature()
         assert sig and all(isinstance(t, numba.types.Type) for t in sig) and repr(sig) == k.args
@@ -149,11 +155,14 @@ except SystemExit as e:
 
 
 @pytest.mark.slow
-def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tmp_path):
-    """The README's first command on an empty cache: the subprocesses compile every kernel the job
-    calls (the job waits for those not done yet, and compiles nothing else), the notice is shown;
-    a second run, without subprocesses, finds everything cached and writes the same outputs."""
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tmp_path, method):
+    """The README's first command on an empty cache (and the same with SimHash): the subprocesses
+    compile every kernel the job calls (the job waits for those not done yet, and compiles nothing
+    else; the JSONL scanner is not called on so small an input), the notice is shown; a second
+    run, without subprocesses, finds everything cached and writes the same outputs."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    config = MinHashConfig() if method == "minhash" else SimHashConfig()
     outs = {}
     for tag, extra in (("pre", {}), ("lazy", {"NEARDUP_PRECOMPILE": "0"})):
         o = tmp_path / tag
@@ -166,6 +175,8 @@ def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tm
             str(o / "c.csv"),
             "--pairs",
             str(o / "p.csv"),
+            "--method",
+            method,
         ]
         run = subprocess.run(
             [sys.executable, "-c", LISTEN, *args], env={**env, **extra}, capture_output=True, text=True, timeout=900
@@ -175,7 +186,11 @@ def test_the_readme_command_on_a_cold_cache_compiles_its_plan_in_subprocesses(tm
         compiled = ast.literal_eval(run.stderr.strip().splitlines()[-1])
         if tag == "pre":
             assert "compiling kernels (first run only, about" in run.stderr
-            planned = {k.name for k in pre.plan_for(MinHashConfig(), jsonl_input=True, jsonl_output=True, pairs=True)}
+            plan = pre.plan_for(
+                config, jsonl_input=True, jsonl_output=True, pairs=True, input_bytes=NEWS.stat().st_size
+            )
+            planned = {k.name for k in plan}
+            assert "scan" not in planned and "scan" not in compiled
             assert compiled and set(compiled) <= planned  # planned ones waited for, none compiled besides
         else:
             assert compiled == []

@@ -95,7 +95,7 @@ MINHASH_CHARS = (
 )
 BANDS = (
     _k("lsh", "band_keys_kernel", f"({_U32_2}, int64, int64, {_U64_2})", 0.3),
-    _k("sorting", "radix_sort_with", f"({_U64}, {_I64})", 1.0),
+    _k("sorting", "radix_sort_with", f"({_U64}, {_I64})", 0.5),
     _k("candidates", "bucket_bounds", f"({_U64},)", 0.2),
 )
 CONNECT = (
@@ -128,35 +128,69 @@ SIMILARITY = (
         0.4,
     ),
 )
-WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})", 0.5),)
+WRITE_JSONL = (_k("lines", "copy_kept", f"({_U8R}, {_I64}, {_B}, int64, {_U8})", 0.3),)
+_FINGERPRINT = (
+    f"({_U8R}, {_I64}, {_U8}, int64, int64, bool, {_U64}, bool, {_U64}, {_I64}, {_I64}, int64, int64, {_U64_2}, {_I64})"
+)
+SIMHASH_WORDS = (
+    _k("simhash", "simhash_salt_array", "(uint64, int64)", 0.3),
+    _k("simhash", "simhash_words_kernel", _FINGERPRINT, 6.5),
+)
+SIMHASH_CHARS = (
+    _k("simhash", "simhash_salt_array", "(uint64, int64)", 0.3),
+    _k("simhash", "simhash_chars_kernel", _FINGERPRINT, 6.5),
+)
+HAMMING_SEARCH = (
+    _k("sorting", "radix_argsort_rows", f"({_U64_2},)", 1.7),
+    _k("sorting", "unique_from_order", f"({_U64_2}, {_I64})", 0.4),
+    _k("hamming", "table_entries", f"({_U64_2}, {_I64}, {_I64}, int64, int64, int64, {_U64})", 0.5),
+    _k("sorting", "radix_sort_bits", f"({_U64}, int64, int64)", 0.6),
+    _k("hamming", "scan_table", f"({_U64}, int64, {_U64_2}, int64, int64, {_U64}, {_I64}, {_I64})", 1.9),
+    _k("unionfind", "union_edges", f"({_I64}, {_I64}, {_I64})", 0.3),
+    _k("unionfind", "roots", f"({_I64},)", 0.3),
+    _k("hamming", "expand", f"({_I64}, {_I64}, Array(int32, 1, 'C', False, aligned=True), {_I64}, {_I64})", 0.3),
+)
 
 
 def plan_for(
     config, *, jsonl_input: bool, jsonl_output: bool, pairs: bool, input_bytes: int | None = None
 ) -> tuple[Kernel, ...]:
     """The kernels a dedup job with ``config`` calls, in the order it calls them, as far as they
-    are known: for a MinHash job of the default sketch and verification, reading JSON Lines (the
-    scanner only when the inputs hold ``input_bytes``, if known, of at least its warm-up: below
-    that it is not called, :data:`neardup._kernels.jsonl.SCAN_WARMUP`), its exact pre-pass if on,
-    the MinHash kernels, writing JSON Lines read from JSON Lines; other jobs have no plan (empty:
-    they compile in the one process as before)."""
+    are known: for a MinHash job of the default sketch and verification, or a SimHash job of
+    count weights and the default verification, reading JSON Lines (the scanner only when the
+    inputs hold ``input_bytes``, if known, of at least its warm-up: below that it is not called,
+    :data:`neardup._kernels.jsonl.SCAN_WARMUP`), its exact pre-pass if on, the method's kernels,
+    writing JSON Lines read from JSON Lines; other jobs have no plan (empty: they compile in the
+    one process as before)."""
     from .jsonl import SCAN_WARMUP
 
     scanned = jsonl_input and (input_bytes is None or input_bytes > SCAN_WARMUP.hot)
     kernels: list[Kernel] = list(READ_JSONL) if scanned else []
+    method = type(config).__name__
     default_minhash = (
-        type(config).__name__ == "MinHashConfig"
+        method == "MinHashConfig"
         and getattr(config, "sketch", None) == "classic"
         and getattr(config, "verify", None) == "signature"
     )
+    default_simhash = (
+        method == "SimHashConfig"
+        and getattr(config, "weighting", None) == "count"
+        and getattr(config, "verify", None) == "signature"
+    )
+    if not (default_minhash or default_simhash):
+        return ()
+    kernels += EXACT_PREPASS if config.exact_prepass else ()
+    chars = config.shingling.kind == "char"
     if default_minhash:
-        kernels += EXACT_PREPASS if config.exact_prepass else ()
-        kernels += MINHASH_CHARS if config.shingling.kind == "char" else MINHASH_WORDS
+        kernels += MINHASH_CHARS if chars else MINHASH_WORDS
         kernels += BANDS + (PAIRS if pairs else CONNECT) + ROOTS
         kernels += (EXACT_PAIRS if pairs and config.exact_prepass else ()) + SIMILARITY
+    else:
+        kernels += (SIMHASH_CHARS if chars else SIMHASH_WORDS) + HAMMING_SEARCH
+        kernels += EXACT_PAIRS if pairs and config.exact_prepass else ()
     if jsonl_input and jsonl_output:
         kernels += WRITE_JSONL
-    return tuple(kernels) if default_minhash else ()
+    return tuple(kernels)
 
 
 def split(kernels: Sequence[Kernel], parts: int) -> list[list[Kernel]]:
