@@ -34,7 +34,7 @@ from .options import (
     build_config,
     reject_foreign_options,
 )
-from .progress import compile_notice, input_bytes, job_progress, print_summary
+from .progress import compile_notice, input_bytes, job_progress, print_summary, sources_bytes
 from .safety import check_output_paths, interrupts, preflight_outputs
 
 
@@ -413,7 +413,7 @@ def job_kernels(config, read: ReadOptions, outs: Outputs) -> tuple:
         jsonl_input=jsonl_input,
         jsonl_output=jsonl_output and not outs.annotate,
         pairs=outs.pairs is not None,
-        input_bytes=input_bytes(read.inputs, read.input_format),
+        input_bytes=sources_bytes(sources),
     )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "input_bytes",
     "print_summary",
     "removed_share",
+    "sources_bytes",
 ]
 
 FIRST_RUN_SECONDS = {"minhash": 13, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 18}
@@ -61,6 +62,11 @@ def input_bytes(inputs, input_format: str | None = None) -> int | None:
         sources = resolve_inputs(list(inputs), input_format)
     except Exception:  # the job itself reports bad inputs
         return None
+    return sources_bytes(sources)
+
+
+def sources_bytes(sources) -> int | None:
+    """:func:`input_bytes` of resolved inputs, ``(path, format)`` pairs."""
     total = 0
     for path, fmt in sources:
         if fmt == "txtdir" or not isinstance(path, str) or "://" in path or path == "-":
