@@ -217,15 +217,16 @@ except SystemExit as e:
 
 @pytest.mark.slow
 def test_kernels_compile_lazily_only_those_the_job_uses(tmp_path):
-    """On a cold cache, importing neardup compiles nothing and an exact job compiles the JSON Lines
-    scanner, the line copier and the exact kernels (and what they call), no MinHash, SimHash or
-    SpotSigs kernel."""
+    """On a cold cache, importing neardup compiles nothing and an exact job of the small example
+    compiles the line copier and the exact kernels (and what they call), no MinHash, SimHash or
+    SpotSigs kernel, and not the JSON Lines scanner (behind its warm-up: orjson reads so small
+    an input)."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     args = ["dedup", str(NEWS), "-o", str(tmp_path / "kept.jsonl"), "--method", "exact", "-q"]
     run = subprocess.run([sys.executable, "-c", LISTEN, *args], env=env, capture_output=True, text=True)
     modules = set(ast.literal_eval(run.stderr.strip().splitlines()[-1]))
-    assert {"jsonl", "lines", "exact"} <= modules
-    assert not modules & {"minhash", "oph", "lsh", "candidates", "simhash", "hamming", "spotsigs", "imatch"}
+    assert {"lines", "exact"} <= modules
+    assert not modules & {"jsonl", "minhash", "oph", "lsh", "candidates", "simhash", "hamming", "spotsigs", "imatch"}
     imported = subprocess.run(
         [sys.executable, "-c", LISTEN.replace("main(sys.argv[1:])", "import neardup; sys.exit(0)")],
         env=env,
