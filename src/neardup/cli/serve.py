@@ -88,7 +88,7 @@ def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes,
     try:
         import uvicorn
 
-        from ..service.app import Limits, create_app
+        from ..service.app import Limits, create_app, freeze_heap
         from ..service.worker import SETTINGS_ENV, settings_json
     except ImportError as exc:
         click.echo(
@@ -127,6 +127,7 @@ def serve_cmd(path, host, port, workers, token_file, auth_reads, max_body_bytes,
         )
         sys.exit(_run_workers(config))
     app = create_app(index, token=token, limits=limits, auth_reads=auth_reads)
+    freeze_heap()
     server = _draining_server(
         uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
     )
