@@ -44,6 +44,7 @@ from bench_index import THRESHOLD, K, cached_corpus, corpus, shingles, start_red
 TOKEN = "bench-token"
 AUTH = f"Authorization: Bearer {TOKEN}"
 LEVELS = (1, 16, 200)
+LOADS = ("query", "query-100", "insert", "insert-100")
 BATCH = 100
 
 
@@ -238,7 +239,7 @@ def run_levels(name: str, port: int, pids: list[int], args, queries: list[str]) 
     measure(port, pids, [query(k, 1) for k in range(200)], 4, 30, 1)  # warm up (the first query loads kernels)
     batches = max(20, args.requests // 20)
     rows = []
-    for clients in LEVELS:
+    for clients in args.clients:
         tag = f"{name}-{clients}-{time.monotonic_ns()}"
         loads = {
             "query": ([query(k, 1) for k in range(args.requests)], 1),
@@ -247,6 +248,8 @@ def run_levels(name: str, port: int, pids: list[int], args, queries: list[str]) 
             "insert-100": ([insert(tag + "b", k, BATCH) for k in range(batches // 2)], BATCH),
         }
         for kind, (requests, size) in loads.items():
+            if kind not in args.loads:
+                continue
             row = {"server": name, "clients": clients, "load": kind, "load_avg": os.getloadavg()[0]}
             row.update(measure(port, pids, requests, clients, args.seconds, size))
             rows.append(row)
@@ -295,6 +298,18 @@ def main() -> None:
     ap.add_argument("--neardup", action=argparse.BooleanOptionalAction, default=True, help="neardup's SQLite server")
     ap.add_argument(
         "--redis-workers", type=int, default=0, help="also serve neardup's index in Redis with N processes (0: not)"
+    )
+    ap.add_argument(
+        "--clients",
+        type=lambda v: [int(c) for c in v.split(",")],
+        default=list(LEVELS),
+        help="concurrent clients of each load, comma-separated",
+    )
+    ap.add_argument(
+        "--loads",
+        type=lambda v: v.split(","),
+        default=list(LOADS),
+        help=f"which loads, comma-separated, of {','.join(LOADS)}",
     )
     ap.add_argument("--corpus-dir", default=None, help="generate the texts once and keep them here (e.g. /tmp)")
     ap.add_argument("--index", default=None, help="the index file: reused when it exists, else built and kept there")
