@@ -7,7 +7,10 @@
 Both servers run as their own processes on 127.0.0.1 and hold the same generated documents
 (MinHash K=128, threshold 0.8). For each of 1, 16 and 200 concurrent clients: latency p50/p99
 and throughput of queries and of inserts, single documents and batches of 100, each bounded by
-``--requests`` requests (a twentieth of that for batches) and ``--seconds`` seconds.
+``--requests`` requests (a twentieth of that for batches) and ``--seconds`` seconds. The inserts
+are near-duplicates of the query texts, so the queries of later loads find the documents inserted
+by earlier ones (a few matches each); a kept ``--index`` is served from a copy, so that every run
+starts from the same index.
 
 The load generator is light so that it measures the server, not itself: one asyncio process
 (uvloop when installed) with one keep-alive connection per client (TCP_NODELAY) sending requests
@@ -44,6 +47,7 @@ from bench_index import THRESHOLD, K, cached_corpus, corpus, shingles, start_red
 TOKEN = "bench-token"
 AUTH = f"Authorization: Bearer {TOKEN}"
 LEVELS = (1, 16, 200)
+LOADS = ("query", "query-100", "insert", "insert-100")
 BATCH = 100
 
 
@@ -238,7 +242,7 @@ def run_levels(name: str, port: int, pids: list[int], args, queries: list[str]) 
     measure(port, pids, [query(k, 1) for k in range(200)], 4, 30, 1)  # warm up (the first query loads kernels)
     batches = max(20, args.requests // 20)
     rows = []
-    for clients in LEVELS:
+    for clients in args.clients:
         tag = f"{name}-{clients}-{time.monotonic_ns()}"
         loads = {
             "query": ([query(k, 1) for k in range(args.requests)], 1),
@@ -247,6 +251,8 @@ def run_levels(name: str, port: int, pids: list[int], args, queries: list[str]) 
             "insert-100": ([insert(tag + "b", k, BATCH) for k in range(batches // 2)], BATCH),
         }
         for kind, (requests, size) in loads.items():
+            if kind not in args.loads:
+                continue
             row = {"server": name, "clients": clients, "load": kind, "load_avg": os.getloadavg()[0]}
             row.update(measure(port, pids, requests, clients, args.seconds, size))
             rows.append(row)
@@ -277,6 +283,19 @@ def build_index(path: str, texts: list[str], workers: int) -> None:
     )
 
 
+def served_copy(path: str, tmp: str) -> str:
+    """A copy of the kept index ``path`` (and its lookup snapshot) in ``tmp``, to serve: the run's
+    inserts are near-duplicates of the query texts, so had they stayed in the kept index, every
+    later run's queries would find more matches (each run adds about 18,000) and cost more."""
+    t0 = time.perf_counter()
+    copy = os.path.join(tmp, "served.ndx")
+    for suffix in ("", ".lookup"):
+        if os.path.exists(path + suffix):
+            shutil.copyfile(path + suffix, copy + suffix)
+    print(f"serving a copy of {path} ({time.perf_counter() - t0:.1f} s to copy)", flush=True)
+    return copy
+
+
 def serve(procs: list, cmd: list[str]) -> tuple[int, int]:
     """Start ``cmd`` (listening on the port appended to it); its port and pid once it answers."""
     port = free_port()
@@ -296,8 +315,25 @@ def main() -> None:
     ap.add_argument(
         "--redis-workers", type=int, default=0, help="also serve neardup's index in Redis with N processes (0: not)"
     )
+    ap.add_argument(
+        "--clients",
+        type=lambda v: [int(c) for c in v.split(",")],
+        default=list(LEVELS),
+        help="concurrent clients of each load, comma-separated",
+    )
+    ap.add_argument(
+        "--loads",
+        type=lambda v: v.split(","),
+        default=list(LOADS),
+        help=f"which loads, comma-separated, of {','.join(LOADS)}",
+    )
     ap.add_argument("--corpus-dir", default=None, help="generate the texts once and keep them here (e.g. /tmp)")
-    ap.add_argument("--index", default=None, help="the index file: reused when it exists, else built and kept there")
+    ap.add_argument(
+        "--index",
+        default=None,
+        help="the index file: built and kept there, or reused when it exists; each run serves a copy, so "
+        "every run starts from the same index",
+    )
     ap.add_argument("--build-workers", type=int, default=2)
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--serve-peer", nargs=3, metavar=("PORT", "REDIS_PORT", "DOCS"), help=argparse.SUPPRESS)
@@ -325,12 +361,17 @@ def main() -> None:
         elif not os.path.exists(path):
             texts = cached_corpus(args.docs, args.corpus_dir)
             build_index(path, texts, args.build_workers)
-        else:  # (holding the inserts of earlier runs too)
+        else:
             with neardup.Index.open(path) as index:
-                if len(index) < args.docs:
-                    raise SystemExit(f"{path} holds {len(index):,} documents, fewer than --docs {args.docs:,}")
+                if len(index) != args.docs:
+                    raise SystemExit(
+                        f"{path} holds {len(index):,} documents, not --docs {args.docs:,} (an index that kept "
+                        "the inserts of earlier runs makes queries find more matches: delete it to rebuild)"
+                    )
             print(f"reusing {path}", flush=True)
         if args.neardup:
+            if args.index:
+                path = served_copy(path, tmp)
             port, pid = serve(procs, [*serve_cmd, path])
             rows += run_levels("neardup", port, [pid], args, queries)
         if args.redis_workers:

@@ -159,6 +159,7 @@ def test_id_table_matches_a_dict(monkeypatch):
             table = table.live(np.array(sorted(model), dtype=np.int64))
         keys = list(model)
         assert table.many(keys) == [model[k] for k in keys]
+        assert table.many(keys[:5]) == [model[k] for k in keys[:5]]  # (the short way: one search per id)
         assert all(table[k] == model[k] for k in keys[:50])
     with pytest.raises(KeyError):
         table[seq + 1]

@@ -314,3 +314,15 @@ def test_the_readme_curl_example_works_as_written(tmp_path):
         }
     finally:
         assert s.stop() == 0
+
+
+@pytest.mark.parametrize("flag", ["--access-log", "--no-access-log"])
+def test_the_access_log_can_be_turned_off(tmp_path, flag):
+    path = tmp_path / "i.ndx"
+    neardup.Index.create(path, MinHashConfig()).close()
+    s = Server(path, "--log-level", "info", flag)
+    assert s.client.post("/v1/query", json={"documents": [{"text": "t"}]}).status_code == 200
+    assert s.stop() == 0
+    logged = s.proc.stdout.read() + s.proc.stderr.read()
+    assert "Application startup complete" in logged  # the info level is on either way
+    assert ('"POST /v1/query HTTP/1.1" 200' in logged) == (flag == "--access-log")

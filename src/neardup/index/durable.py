@@ -716,13 +716,12 @@ class DurableIndex:
         """Matches as ids; in-memory keys below 0 are the rows staged by ``add_if_unique``
         (key -(j + 1) is ``staged[j]``)."""
         found = self._memory.query_batch(values, min_similarity=min_similarity, limit=limit)
-        out = []
-        for i, row in enumerate(found):
-            if empty is not None and empty[i]:
-                out.append([])  # a document without features is never a near-duplicate (SimHash's 0)
-                continue
-            out.append([(self._names[k] if k >= 0 else staged[-k - 1], sim) for k, sim in row])
-        return out
+        if empty is not None and empty.any():
+            # a document without features is never a near-duplicate (SimHash's 0)
+            found = [[] if e else row for row, e in zip(found, empty.tolist())]
+        # every match's id in one lookup (one binary search for the whole batch)
+        names = iter(self._names.many([k for row in found for k, _ in row if k >= 0]))
+        return [[(next(names) if k >= 0 else staged[-k - 1], sim) for k, sim in row] for row in found]
 
 
 class _SketchStream:

@@ -20,6 +20,7 @@ FastAPI routes, which still describe them in the OpenAPI document and answer the
 is made with ``hot=False``.
 """
 
+import gc
 import os
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
@@ -40,7 +41,7 @@ from .operations import (
     validation_answer,
 )
 
-__all__ = ["Limits", "create_app"]
+__all__ = ["Limits", "create_app", "freeze_heap"]
 
 
 class Match(BaseModel):
@@ -161,6 +162,18 @@ async def _answer(request: Request, exc: Exception) -> JSONResponse:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def freeze_heap() -> None:
+    """Leave the objects made so far (the imports, the app, the open index: over 160,000 of
+    them) out of every later garbage collection: a server calls it once, just before it serves.
+
+    CPython's full collection walks every tracked object, and one ran every few thousand
+    requests, stopping the event loop for all the requests in flight (20-120 ms each at 160k
+    objects, measured in docs/service.md: the slowest 1% of answers at 200 clients). A frozen
+    object is never collected; what startup made lives as long as the server anyway."""
+    gc.collect()
+    gc.freeze()
 
 
 def create_app(

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from fastapi import FastAPI
 
 from ..index.durable import DurableIndex
-from .app import Limits, create_app
+from .app import Limits, create_app, freeze_heap
 
 __all__ = ["SETTINGS_ENV", "app_from_env", "settings_json"]
 
@@ -34,6 +34,8 @@ def app_from_env() -> FastAPI:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start the workers with `neardup serve --workers N`")
     settings = json.loads(raw)
     index = DurableIndex.open(settings["path"], "a")
-    return create_app(
+    app = create_app(
         index, token=settings["token"], limits=Limits(**settings["limits"]), auth_reads=settings["auth_reads"]
     )
+    freeze_heap()
+    return app
