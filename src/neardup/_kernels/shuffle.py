@@ -5,9 +5,9 @@ shuffle buckets, and a bucket's entries grouped by (table, key).
 splitmix64 finalizer (Steele, Lea and Flood, OOPSLA 2014) folded over the table number and the
 key's words (:mod:`neardup.engine.dask_groupby` states the rule), in one counting pass and one
 scatter pass. :func:`group_entries` finds the groups of two or more entries with equal
-(table, key): a stable LSD radix sort on the key's first word (:func:`radix_sort_with`), then each
-run of equal first words (few entries, since most band keys are alone) sorted by (table, other
-words, document) and cut into groups.
+(table, key): the entries sorted by the key's first word (one scatter pass on its top bits, then
+each small bin by insertion), then each run of equal first words (few entries, since most band
+keys are alone) sorted by (table, other words, document) and cut into groups.
 """
 
 from __future__ import annotations
@@ -138,14 +138,53 @@ def _sort_run(run, tmp, table, key, doc):
 
 
 @nb.njit(cache=True, nogil=True)
+def _by_first_word(key):
+    """``(first, order)``: the keys' first words sorted, and the entries in that order (ties in
+    input order). One scatter pass on the top bits (about 16 entries a bin; the words are hash
+    values, so the bins are even), then each bin sorted by insertion, in cache."""
+    m = key.shape[0]
+    bits = 4
+    while bits < 20 and (m >> (bits + 4)) > 0:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    cnt = np.zeros((1 << bits) + 1, dtype=np.int64)
+    for i in range(m):
+        cnt[np.int64(key[i, 0] >> shift) + 1] += 1
+    for v in range(1 << bits):
+        cnt[v + 1] += cnt[v]
+    fill = cnt[:-1].copy()
+    first = np.empty(m, dtype=np.uint64)
+    order = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        d = np.int64(key[i, 0] >> shift)
+        p = fill[d]
+        first[p] = key[i, 0]
+        order[p] = i
+        fill[d] = p + 1
+    for v in range(1 << bits):
+        s, e = cnt[v], cnt[v + 1]
+        if e - s > 64:  # an uneven bin
+            radix_sort_with(first[s:e], order[s:e])
+            continue
+        for i in range(s + 1, e):  # insertion: stable
+            k, x = first[i], order[i]
+            j = i - 1
+            while j >= s and first[j] > k:
+                first[j + 1] = first[j]
+                order[j + 1] = order[j]
+                j -= 1
+            first[j + 1] = k
+            order[j + 1] = x
+    return first, order
+
+
+@nb.njit(cache=True, nogil=True)
 def group_entries(table, key, doc):
     """The groups of two or more entries with equal (table, key): ``(picked, bounds)``, group
     ``g`` being the entries ``picked[bounds[g]:bounds[g + 1]]``, in document order. Groups come in
     order of the key's first word, then table, then the other words."""
     m = doc.shape[0]
-    first = key[:, 0].copy()
-    order = np.arange(m, dtype=np.int64)
-    radix_sort_with(first, order)
+    first, order = _by_first_word(key)
     picked = np.empty(m, dtype=np.int64)
     bounds = np.empty(m // 2 + 2, dtype=np.int64)
     bounds[0] = 0
