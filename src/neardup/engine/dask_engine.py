@@ -26,8 +26,8 @@ state on the workers of a ``dask.distributed`` cluster.
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
   ``verify`` (the state it needs is broadcast once).
 - **Components.** Each bucket's pairs become a forest on its worker, and forests are merged
-  pairwise on the workers; only the final forest (documents in clusters and their roots) comes
-  back, and the pairs only when the job asks for them.
+  in a tree on the workers (8 at a time); only the final forest (documents in clusters and
+  their roots) comes back, and the pairs only when the job asks for them.
 
 The answer is the reference engine's, which the contract tests require to be the local
 engine's: same ids, clusters, kept documents, similarities and pairs. See docs/scaling.md for
@@ -76,6 +76,11 @@ from .dask_groupby import (
 from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
 __all__ = ["DaskEngine", "local_client"]
+
+_MERGE_FAN_IN = 8
+"""Forests joined by one merge task: each merge sorts the documents its forests touch, so a
+wider tree sorts less in all (8 buckets: one merge instead of 7); a task holds at most this many
+forests, never every edge."""
 
 
 def _reads_on_workers(source: Any) -> bool:
@@ -545,17 +550,16 @@ class DaskEngine(LocalEngine):
 
     def _components(self, n: int, results: list, want_pairs: bool) -> dict[str, Any]:
         """From the buckets' verified pairs (futures): the roots (each bucket's forest, merged
-        pairwise in a tree on the workers), the pairs when wanted, and counts."""
+        in a tree on the workers, 8 at a time), the pairs when wanted, and counts."""
         client = self.client
         forests = [client.submit(_bucket_forest, r, retries=self.retries) for r in results]
-        while len(forests) > 1:  # a tree of pairwise merges
-            merged = [
-                client.submit(merge_forests, forests[i], forests[i + 1], retries=self.retries)
-                for i in range(0, len(forests) - 1, 2)
+        while len(forests) > 1:  # a tree of merges, _MERGE_FAN_IN forests at a time
+            forests = [
+                client.submit(merge_forests, *forests[i : i + _MERGE_FAN_IN], retries=self.retries)
+                if len(forests[i : i + _MERGE_FAN_IN]) > 1
+                else forests[i]
+                for i in range(0, len(forests), _MERGE_FAN_IN)
             ]
-            if len(forests) % 2:
-                merged.append(forests[-1])
-            forests = merged
         forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
         out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
         out["groups"] = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))

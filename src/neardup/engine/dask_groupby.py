@@ -10,11 +10,14 @@ Plain functions over arrays, run as Dask tasks by :class:`~neardup.engine.dask_e
    bucket's groups are complete.
 2. **Verify.** A bucket sorts its entries by (table, key) and calls the method's ``verify`` on each
    group of two or more documents; a pair found in several tables of the bucket counts once.
+   On shards (below), a job that wants clusters only may verify with the method's ``connect``
+   instead: a member is compared only with the earlier members of its group not yet in its
+   component, which gives the same components with fewer comparisons.
 3. **Components.** Each bucket turns its pairs into a *forest*: the sorted documents it touches
    and the smallest document of each one's component among its pairs (union-find, path
    compression). Two forests merge by joining each document to its root in both and taking the
-   components again; forests are merged pairwise in a tree, so a process holds at most two
-   forests (O(documents touched), never the list of every edge). The last forest gives each
+   components again; forests are merged in a tree, a few at a time, so a process holds at most
+   a few forests (O(documents touched), never the list of every edge). The last forest gives each
    document's root: the smallest document of its cluster, as every engine defines it.
 
 A pair found in buckets of different tables is one pair: the union of the buckets' pairs, with
