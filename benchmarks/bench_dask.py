@@ -14,7 +14,9 @@ fills numba's compile cache:
 - ``dask``: ``DaskEngine`` on a LocalCluster of W worker processes with one thread each (cluster
   start-up timed separately, not in the job's time).
 
-Measured: the job's wall time (median of ``--repeat`` runs), peak resident memory of the driver
+Measured: the job's wall time (median of ``--repeat`` runs), the CPU seconds of every process
+(driver, with the LocalCluster's scheduler, and workers: less sensitive to a shared machine's
+load than wall time), peak resident memory of the driver
 (``ru_maxrss``) and of each Dask worker (``ru_maxrss`` read on the worker before it closes), the
 payload bytes (array bytes plus text characters) the scans send to and get from the workers,
 the bytes of (table, key, document) entries the candidate stage shuffles, and the stage times.
@@ -39,6 +41,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run_dedup
 
 RESULTS = Path(__file__).resolve().parent / "_results"
+
+
+def _cpu_seconds(client) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by this process (the driver, and with a
+    LocalCluster the scheduler) and by each worker process."""
+
+    def used() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    out = {"driver": used()}
+    if client is not None:
+        for k, (_, v) in enumerate(sorted(client.run(used).items())):
+            out[f"worker {k}"] = v
+    return out
 
 
 def one(engine: str, corpus: str, workers: int, method: str, partitions: int | None, worker_state: bool = True) -> dict:
@@ -70,9 +87,12 @@ def one(engine: str, corpus: str, workers: int, method: str, partitions: int | N
             w.write(f.readline())
     neardup.dedup([w.name], config, **kwargs)
     os.unlink(w.name)
+    cpu0 = _cpu_seconds(client)
     t0 = time.perf_counter()
     result = neardup.dedup([corpus], config, **kwargs)
     out["wall_s"] = time.perf_counter() - t0
+    cpu1 = _cpu_seconds(client)
+    out["cpu_s"] = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1}
     out["documents"] = result.n_documents
     out["removed"] = result.n_removed
     out["timings"] = dict(result.timings)
@@ -138,6 +158,13 @@ def main() -> None:
         wp = ", ".join(f"{m:.0f}" for m in rs[-1].get("worker_peak_mb", [])) or "-"
         print(f"| {e} | {med[e]:.2f} | {rs[-1]['driver_peak_mb']:.0f} | {wp} | {rs[-1]['removed']:,} |")
     print(f"\ndask / local wall time: {med['dask'] / med['local']:.2f}x")
+    cpu = {e: statistics.median(sum(r["cpu_s"].values()) for r in rs) for e, rs in runs.items()}
+    print(
+        f"CPU seconds, all processes (median): local {cpu['local']:.1f}, dask {cpu['dask']:.1f} "
+        f"({cpu['dask'] / cpu['local']:.2f}x; dask per process, last run: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in dask[-1]["cpu_s"].items())
+        + ")"
+    )
     print(f"dask cluster start-up: {statistics.median(r['cluster_start_s'] for r in dask):.2f} s (not in the job time)")
     load_after = os.getloadavg()
     print(f"load average (1, 5, 15 min) before the runs: {load_before}, after: {load_after}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -11,7 +12,13 @@ import pytest
 
 from neardup.core.documents import InMemorySource
 from neardup.engine import LocalEngine
-from neardup.engine.dask_groupby import bucket_entries, merge_forests, pairs_forest, roots_from_forest
+from neardup.engine.dask_groupby import (
+    bucket_entries,
+    grouped_entries,
+    merge_forests,
+    pairs_forest,
+    roots_from_forest,
+)
 from neardup.methods.minhash.config import MinHashConfig
 
 from conftest import make_corpus
@@ -29,6 +36,36 @@ def test_buckets_hold_whole_groups():
     for b, p in enumerate(parts):
         for t, k in zip(p["table"].tolist(), map(tuple, p["key"].tolist())):
             assert seen.setdefault((t, k), b) == b, "a group was split across buckets"
+
+
+@pytest.mark.parametrize("words", [1, 2])
+@pytest.mark.parametrize("skewed", [False, True])
+def test_a_bucket_groups_entries_of_equal_table_and_key(words, skewed):
+    """grouped_entries keeps exactly the groups of two or more entries with equal (table, key),
+    each in document order, whatever the order of the shards' pieces (skewed: keys that differ
+    in their low bits only, so the first sorting pass puts them in few bins)."""
+    rng = np.random.default_rng(9)
+    n, tables = 3000, 4
+    keys = rng.integers(0, 40, size=(n, tables, words), dtype=np.uint64)
+    if not skewed:
+        keys = keys * np.uint64(0x9E3779B97F4A7C15)  # spread over the 64 bits
+    member = rng.random((n, tables)) < 0.9
+    pieces = [bucket_entries(keys[lo : lo + 1000], member[lo : lo + 1000], 3, lo) for lo in (0, 1000, 2000)]
+    for b in range(3):
+        got = grouped_entries(*[p[b] for p in reversed(pieces)])
+        bounds = got["bounds"]
+        found = {
+            (int(got["table"][lo]), tuple(got["key"][lo].tolist())): got["doc"][lo:hi].tolist()
+            for lo, hi in itertools.pairwise(bounds.tolist())
+        }
+        expected: dict[tuple, list[int]] = {}
+        for p in pieces:
+            for t, k, d in zip(p[b]["table"].tolist(), map(tuple, p[b]["key"].tolist()), p[b]["doc"].tolist()):
+                expected.setdefault((t, k), []).append(d)
+        expected = {g: sorted(docs) for g, docs in expected.items() if len(docs) >= 2}
+        assert found == expected
+        assert len(found) == len(bounds) - 1
+        assert got["docs"].tolist() == sorted(set(got["doc"].tolist()))
 
 
 def test_forest_merge_equals_components_of_all_pairs():

@@ -209,3 +209,48 @@ def verify_groups(members, bounds, mode, threshold, min_matches, sigs, set_value
                     ps[q] = sim
                     q += 1
     return pa[:q], pb[:q], ps[:q]
+
+
+@nb.njit(cache=True, nogil=True)
+def connect_groups(members, bounds, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row):
+    """Clusters-only processing of every group ``members[bounds[g]:bounds[g + 1]]`` (as
+    :func:`connect_band`, over the groups of one shuffle bucket): the pairs that joined two
+    components, a < b, whose components are those of every verified pair of the groups; and
+    (checked, verified)."""
+    size = 0
+    for x in range(members.shape[0]):
+        size = max(size, members[x] + 1)
+    parent = np.arange(size)
+    pa = np.empty(16, dtype=np.int64)
+    pb = np.empty(16, dtype=np.int64)
+    q = 0
+    checked = 0
+    verified = 0
+    for g in range(bounds.shape[0] - 1):
+        s, e = bounds[g], bounds[g + 1]
+        r0 = find(parent, members[s])
+        one = True
+        for x in range(s + 1, e):
+            if find(parent, members[x]) != r0:
+                one = False
+                break
+        if one:
+            continue
+        for y in range(s + 1, e):
+            j = members[y]
+            for x in range(s, y):
+                i = members[x]
+                if find(parent, i) == find(parent, j):
+                    continue
+                ok, _ = similarity(i, j, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row)
+                checked += 1
+                if ok:
+                    verified += 1
+                    union(parent, i, j)
+                    if q == pa.shape[0]:
+                        pa = _grow(pa, q + 1)
+                        pb = _grow(pb, q + 1)
+                    pa[q] = min(i, j)
+                    pb[q] = max(i, j)
+                    q += 1
+    return pa[:q], pb[:q], checked, verified

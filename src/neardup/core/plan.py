@@ -133,7 +133,11 @@ class Sharded:
       in ``rows`` (the rows of some documents, gathered from their shards, in document order);
     - ``similarity(config, rows, docs, others)``: the plan's similarity of ``docs[q]`` to
       ``others[q]``, positions in ``rows``;
-    - ``empty(config, rows)``: bool per document, those with no features.
+    - ``empty(config, rows)``: bool per document, those with no features;
+    - ``connect(config, members, bounds, rows) -> (a, b)`` (optional, for jobs that want clusters
+      only): pairs of row positions whose connected components are those of ``verify``'s pairs
+      of the same groups (for instance the edges of a spanning forest, which need fewer
+      comparisons than every pair).
     """
 
     columns: tuple[str, ...]
@@ -141,6 +145,7 @@ class Sharded:
     verify: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
     similarity: Callable[..., np.ndarray]
     empty: Callable[..., np.ndarray]
+    connect: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
 
 
 @dataclass(frozen=True)

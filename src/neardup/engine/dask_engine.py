@@ -26,8 +26,8 @@ state on the workers of a ``dask.distributed`` cluster.
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
   ``verify`` (the state it needs is broadcast once).
 - **Components.** Each bucket's pairs become a forest on its worker, and forests are merged
-  pairwise on the workers; only the final forest (documents in clusters and their roots) comes
-  back, and the pairs only when the job asks for them.
+  in a tree on the workers (8 at a time); only the final forest (documents in clusters and
+  their roots) comes back, and the pairs only when the job asks for them.
 
 The answer is the reference engine's, which the contract tests require to be the local
 engine's: same ids, clusters, kept documents, similarities and pairs. See docs/scaling.md for
@@ -59,16 +59,16 @@ from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
     bucket_entries,
+    connect_with_rows,
     entries_bytes,
     grouped_entries,
     merge_forests,
     pairs_forest,
     roots_from_forest,
-    shard_empty,
-    shard_entries,
+    shards_empty,
+    shards_entries,
     similarity_with_rows,
-    take_bucket_rows,
-    take_rows,
+    take_group_rows,
     unique_pairs,
     verify_bucket,
     verify_with_rows,
@@ -76,6 +76,11 @@ from .dask_groupby import (
 from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
 __all__ = ["DaskEngine", "local_client"]
+
+_MERGE_FAN_IN = 8
+"""Forests joined by one merge task: each merge sorts the documents its forests touch, so a
+wider tree sorts less in all (8 buckets: one merge instead of 7); a task holds at most this many
+forests, never every edge."""
 
 
 def _reads_on_workers(source: Any) -> bool:
@@ -545,17 +550,16 @@ class DaskEngine(LocalEngine):
 
     def _components(self, n: int, results: list, want_pairs: bool) -> dict[str, Any]:
         """From the buckets' verified pairs (futures): the roots (each bucket's forest, merged
-        pairwise in a tree on the workers), the pairs when wanted, and counts."""
+        in a tree on the workers, 8 at a time), the pairs when wanted, and counts."""
         client = self.client
         forests = [client.submit(_bucket_forest, r, retries=self.retries) for r in results]
-        while len(forests) > 1:  # a tree of pairwise merges
-            merged = [
-                client.submit(merge_forests, forests[i], forests[i + 1], retries=self.retries)
-                for i in range(0, len(forests) - 1, 2)
+        while len(forests) > 1:  # a tree of merges, _MERGE_FAN_IN forests at a time
+            forests = [
+                client.submit(merge_forests, *forests[i : i + _MERGE_FAN_IN], retries=self.retries)
+                if len(forests[i : i + _MERGE_FAN_IN]) > 1
+                else forests[i]
+                for i in range(0, len(forests), _MERGE_FAN_IN)
             ]
-            if len(forests) % 2:
-                merged.append(forests[-1])
-            forests = merged
         forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
         out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
         out["groups"] = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
@@ -568,45 +572,79 @@ class DaskEngine(LocalEngine):
             out["pairs"] = unique_pairs(a, b, s)
         return out
 
+    def _shard_groups(self, job: _Job) -> list[list[int]]:
+        """The shards by the worker that holds them (shard numbers, in order): a task over one
+        group's shards runs where they are, so the candidate stage has tasks per worker, not
+        per shard. A shard recomputed elsewhere meanwhile is fetched, which changes no answer."""
+        futures = [f for _, _, f in job.shards]
+        holders = self.client.who_has(futures)
+        groups: dict[str, list[int]] = {}
+        for k, f in enumerate(futures):
+            where = holders.get(f.key) or ("",)
+            groups.setdefault(min(where), []).append(k)
+        return list(groups.values())
+
     def _sharded_group_by(
         self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
     ) -> dict[str, Any]:
-        """The candidate stage on the shards: each shard computes its (table, key, document)
-        entries and splits them into buckets where it is; each bucket keeps its groups of two or
-        more and asks each shard for the rows of those documents; verification, forests and
-        their merges run on the workers. Returns the state ``finish_job`` needs."""
+        """The candidate stage on the shards: each worker computes its shards' (table, key,
+        document) entries and splits them into buckets where it is; each bucket keeps its groups
+        of two or more and asks each worker for the rows of those documents; verification,
+        forests and their merges run on the workers. Buckets are prioritised in order (a
+        bucket's verification before the next bucket's rows), so few buckets' rows are held at
+        once. Returns the state ``finish_job`` needs."""
         client, retries = self.client, self.retries
         t0 = time.perf_counter()
-        shards = [f for _, _, f in job.shards]
         n = sum(m for _, m, _ in job.shards)
         buckets = self.partitions or 4 * self._cluster_threads()
-        empty = [client.submit(shard_empty, sharded.empty, config, f, retries=retries) for f in shards]
-        entries = [client.submit(shard_entries, sharded.keys, config, f, buckets, retries=retries) for f in shards]
+        groups = self._shard_groups(job) if job.shards else []
+        held = [[job.shards[k][2] for k in group] for group in groups]
+        empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
+        entries = [
+            client.submit(shards_entries, sharded.keys, config, buckets, *fs, retries=retries, priority=4 * buckets)
+            for fs in held
+        ]
         sizes = [client.submit(entries_bytes, e) for e in entries]
         grouped = [
-            client.submit(grouped_entries, *[client.submit(getitem, e, b) for e in entries], retries=retries)
+            client.submit(
+                grouped_entries,
+                *[client.submit(getitem, e, b, priority=4 * buckets) for e in entries],
+                retries=retries,
+                priority=4 * buckets,
+            )
             for b in range(buckets)
         ]
-        taken = [[client.submit(take_bucket_rows, f, g, retries=retries) for f in shards] for g in grouped]
-        moved = [client.submit(_taken_bytes, *t) for t in taken] if shards else []
-        results = [
-            client.submit(verify_with_rows, sharded.verify, config, g, *t, retries=retries)
-            for g, t in zip(grouped, taken)
+        del entries  # each worker's entries are released once every bucket has its piece
+        taken = [
+            [client.submit(take_group_rows, g, *fs, retries=retries, priority=2 * (buckets - b)) for fs in held]
+            for b, g in enumerate(grouped)
         ]
-        out = self._components(n, results, want_pairs) if shards else {"root": np.arange(0), "groups": 0}
-        empty = client.gather(empty)
-        state: dict[str, Any] = {"empty": np.concatenate(empty) if empty else np.zeros(0, dtype=bool)}
+        moved = [client.submit(_taken_bytes, *t) for t in taken] if job.shards else []
+        check = verify_with_rows if want_pairs or sharded.connect is None else connect_with_rows
+        fn = sharded.verify if check is verify_with_rows else sharded.connect  # connect: clusters only
+        results = [
+            client.submit(check, fn, config, g, *t, retries=retries, priority=2 * (buckets - b) + 1)
+            for b, (g, t) in enumerate(zip(grouped, taken))
+        ]
+        del grouped, taken  # rows are released as their bucket is verified
+        out = self._components(n, results, want_pairs) if job.shards else {"root": np.arange(0), "groups": 0}
+        found = client.gather(empty)
+        per_shard = [None] * len(job.shards)
+        for group, arrays in zip(groups, found):
+            for k, a in zip(group, arrays):
+                per_shard[k] = a
+        state: dict[str, Any] = {"empty": np.concatenate(per_shard) if per_shard else np.zeros(0, dtype=bool)}
         shuffled = sum(client.gather(sizes))
         moved = client.gather(moved)
-        groups, pair_count = out.pop("groups"), out.pop("pair_count", 0)
+        groups_verified, pair_count = out.pop("groups"), out.pop("pair_count", 0)
         state.update(out)
-        del entries, grouped, taken, results
+        del results
         self.shuffle_bytes[name] = shuffled
         self.row_bytes["verify"] = int(sum(moved))
         state["counters"] = {
             "dask_shuffle_bytes": float(shuffled),
             "dask_buckets": float(buckets),
-            "dask_groups_verified": float(groups),
+            "dask_groups_verified": float(groups_verified),
             "dask_bucket_pairs": float(pair_count),
             "dask_rows_moved_bytes": float(sum(moved)),
         }
@@ -618,7 +656,7 @@ class DaskEngine(LocalEngine):
     ) -> np.ndarray:
         """Each document's similarity to its kept one, on the shards' rows: the pairs of distinct
         documents go to buckets by the kept document, each bucket gets the rows of its documents
-        from the shards that hold them (each row moves once), and only the similarities come
+        from the workers that hold them (each row moves once), and only the similarities come
         back."""
         client, retries = self.client, self.retries
         out = np.ones(len(docs), dtype=np.float64)
@@ -628,6 +666,7 @@ class DaskEngine(LocalEngine):
         d, k = docs[q], others[q]
         starts = np.array([start for start, _, _ in job.shards], dtype=np.int64)
         ends = starts + np.array([m for _, m, _ in job.shards], dtype=np.int64)
+        groups = self._shard_groups(job)
         buckets = self.partitions or 4 * self._cluster_threads()
         bucket = k % buckets
         pending = []
@@ -639,8 +678,9 @@ class DaskEngine(LocalEngine):
             wanted = np.unique(np.concatenate([d[sel], k[sel]]))
             lo, hi = np.searchsorted(wanted, starts), np.searchsorted(wanted, ends)
             taken = [
-                client.submit(take_rows, job.shards[r][2], wanted[lo[r] : hi[r]], retries=retries)
-                for r in np.flatnonzero(hi > lo).tolist()
+                client.submit(take_group_rows, wanted, *[job.shards[r][2] for r in group], retries=retries)
+                for group in groups
+                if any(hi[r] > lo[r] for r in group)
             ]
             found = client.submit(similarity_with_rows, sharded.similarity, config, d[sel], k[sel], *taken)
             pending.append((sel, found, client.submit(_taken_bytes, *taken)))

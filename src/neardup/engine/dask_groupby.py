@@ -10,11 +10,14 @@ Plain functions over arrays, run as Dask tasks by :class:`~neardup.engine.dask_e
    bucket's groups are complete.
 2. **Verify.** A bucket sorts its entries by (table, key) and calls the method's ``verify`` on each
    group of two or more documents; a pair found in several tables of the bucket counts once.
+   On shards (below), a job that wants clusters only may verify with the method's ``connect``
+   instead: a member is compared only with the earlier members of its group not yet in its
+   component, which gives the same components with fewer comparisons.
 3. **Components.** Each bucket turns its pairs into a *forest*: the sorted documents it touches
    and the smallest document of each one's component among its pairs (union-find, path
    compression). Two forests merge by joining each document to its root in both and taking the
-   components again; forests are merged pairwise in a tree, so a process holds at most two
-   forests (O(documents touched), never the list of every edge). The last forest gives each
+   components again; forests are merged in a tree, a few at a time, so a process holds at most
+   a few forests (O(documents touched), never the list of every edge). The last forest gives each
    document's root: the smallest document of its cluster, as every engine defines it.
 
 A pair found in buckets of different tables is one pair: the union of the buckets' pairs, with
@@ -27,28 +30,18 @@ from typing import Any
 
 import numpy as np
 
+from .._kernels.shuffle import group_entries, split_entries
 from ..core.components import components
 
 __all__ = ["bucket_entries", "merge_forests", "pairs_forest", "roots_from_forest", "verify_bucket"]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer, elementwise (uint64, wrapping)."""
-    with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
-        return x ^ (x >> np.uint64(31))
-
-
-def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int) -> list[dict[str, np.ndarray]]:
+def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int, start: int = 0) -> list[dict[str, np.ndarray]]:
     """Split the (document, table) entries that take part into ``buckets`` shuffle buckets.
 
     ``keys``: uint64[n, t] or uint64[n, t, w]; ``member``: bool[n, t]. Each bucket is a dict of
-    ``table`` (int32[m]), ``key`` (uint64[m, w]) and ``doc`` (int64[m]), in (table, document) order.
+    ``table`` (int32[m]), ``key`` (uint64[m, w]) and ``doc`` (int64[m], ``start`` + the row), in
+    (table, document) order; the buckets are views of one array each.
 
     >>> keys = np.array([[1, 5], [1, 6], [2, 5]], dtype=np.uint64)
     >>> parts = bucket_entries(keys, np.ones((3, 2), dtype=bool), 2)
@@ -57,22 +50,13 @@ def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int) -> list[d
     """
     keys = np.asarray(keys, dtype=np.uint64)
     n, tables = keys.shape[0], keys.shape[1]
-    keys = keys.reshape(n, tables, keys.shape[2] if keys.ndim == 3 else 1)  # (-1 fails when n is 0)
-    member = np.asarray(member, dtype=bool).reshape(n, tables)
-    table_of, doc_of = np.nonzero(member.T)  # (table, document) order
-    key = keys[doc_of, table_of]  # [m, w]
-    with np.errstate(over="ignore"):
-        h = _mix(table_of.astype(np.uint64) * _GOLDEN + np.uint64(1))
-        for j in range(key.shape[1]):
-            h = _mix(h ^ key[:, j])
-    bucket = (h % np.uint64(buckets)).astype(np.int64)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    out = []
-    for b in range(buckets):
-        sel = order[bounds[b] : bounds[b + 1]]
-        out.append({"table": table_of[sel].astype(np.int32), "key": key[sel], "doc": doc_of[sel].astype(np.int64)})
-    return out
+    keys = np.ascontiguousarray(keys.reshape(n, tables, keys.shape[2] if keys.ndim == 3 else 1))
+    member = np.ascontiguousarray(np.asarray(member, dtype=bool).reshape(n, tables))
+    bounds, table, key, doc = split_entries(keys, member, np.int64(start), int(buckets))
+    return [
+        {"table": table[lo:hi], "key": key[lo:hi], "doc": doc[lo:hi]}
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
+    ]
 
 
 def verify_bucket(
@@ -167,10 +151,7 @@ def shard_entries(keys_fn, config: Any, shard: dict[str, Any], buckets: int) -> 
     """A shard's (table, key, document) entries split into ``buckets`` (see :func:`bucket_entries`),
     with document numbers of the whole job."""
     keys, member = keys_fn(config, shard["rows"])
-    parts = bucket_entries(keys, member, buckets)
-    for part in parts:
-        part["doc"] += shard["start"]
-    return parts
+    return bucket_entries(keys, member, buckets, shard["start"])
 
 
 def entries_bytes(parts: list[dict[str, np.ndarray]]) -> int:
@@ -180,23 +161,14 @@ def entries_bytes(parts: list[dict[str, np.ndarray]]) -> int:
 
 def grouped_entries(*pieces: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One bucket's entries from every shard, keeping only the groups of two or more documents
-    (sorted by table, key, document; group ``g`` is ``doc[bounds[g]:bounds[g + 1]]``), and
+    with equal (table, key) (group ``g`` is ``doc[bounds[g]:bounds[g + 1]]``, in document order;
+    the groups in an order of their keys, :func:`neardup._kernels.shuffle.group_entries`), and
     ``docs``: the documents they name, sorted."""
     table = np.concatenate([p["table"] for p in pieces])
     key = np.concatenate([p["key"] for p in pieces])
     doc = np.concatenate([p["doc"] for p in pieces])
-    m = len(doc)
-    bounds = np.zeros(1, dtype=np.int64)
-    if m:
-        order = np.lexsort((doc, *key.T[::-1], table))
-        table, key, doc = table[order], key[order], doc[order]
-        change = np.ones(m + 1, dtype=bool)
-        change[1:-1] = (table[1:] != table[:-1]) | (key[1:] != key[:-1]).any(axis=1)
-        edges = np.flatnonzero(change)
-        sizes = np.diff(edges)
-        keep = np.repeat(sizes >= 2, sizes)
-        table, key, doc = table[keep], key[keep], doc[keep]
-        bounds = np.concatenate([[0], np.cumsum(sizes[sizes >= 2])]).astype(np.int64)
+    picked, bounds = group_entries(table, np.ascontiguousarray(key), doc)
+    table, key, doc = table[picked], key[picked], doc[picked]
     return {"table": table, "key": key, "doc": doc, "bounds": bounds, "docs": np.unique(doc)}
 
 
@@ -208,16 +180,38 @@ def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, di
     return docs, {name: column[docs - start] for name, column in shard["rows"].items()}
 
 
-def take_bucket_rows(shard: dict[str, Any], bucket: dict[str, np.ndarray]):
-    """:func:`take_rows` of the documents a bucket's groups name."""
-    return take_rows(shard, bucket["docs"])
+def shards_entries(keys_fn, config: Any, buckets: int, *shards: dict[str, Any]) -> list[dict[str, np.ndarray]]:
+    """:func:`shard_entries` of several shards (those one worker holds), each bucket's pieces
+    joined (the buckets' groups do not depend on the order of their entries)."""
+    parts = [shard_entries(keys_fn, config, shard, buckets) for shard in shards]
+    if len(parts) == 1:
+        return parts[0]
+    return [
+        {name: np.concatenate([p[b][name] for p in parts]) for name in ("table", "key", "doc")} for b in range(buckets)
+    ]
 
 
-def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Rows taken from shards in shard order: their documents (sorted) and rows, joined."""
+def take_group_rows(wanted, *shards: dict[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """:func:`take_rows` of several shards, joined: ``wanted`` is sorted documents, or a
+    bucket of :func:`grouped_entries` (its ``docs``)."""
+    if isinstance(wanted, dict):
+        wanted = wanted["docs"]
+    taken = [take_rows(shard, wanted) for shard in shards]
+    docs, rows, _ = _joined_rows(taken)
+    return docs, rows
+
+
+def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """Rows taken from shards (disjoint documents): their documents and rows, joined, and the
+    order that sorts the documents (the pieces may come from shards in any order)."""
     docs = np.concatenate([t[0] for t in taken])
     rows = {name: np.concatenate([t[1][name] for t in taken]) for name in taken[0][1]}
-    return docs, rows
+    return docs, rows, np.argsort(docs, kind="stable")
+
+
+def _positions(docs: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` is in ``docs`` (``order`` sorts ``docs``)."""
+    return order[np.searchsorted(docs, wanted, sorter=order)]
 
 
 def verify_with_rows(verify, config: Any, bucket: dict[str, np.ndarray], *taken):
@@ -229,23 +223,40 @@ def verify_with_rows(verify, config: Any, bucket: dict[str, np.ndarray], *taken)
     empty = np.empty(0, dtype=np.int64)
     if groups <= 0:
         return empty, empty.copy(), np.empty(0, dtype=np.float64), 0
-    docs, rows = _joined_rows(taken)
-    a, b, s = verify(config, np.searchsorted(docs, doc), bounds, rows)
-    a, b = docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)]
+    docs, rows, order = _joined_rows(taken)
+    pos = _positions(docs, order, doc)
+    a, b, s = verify(config, pos, bounds, rows)
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     if np.any(a >= b):
         raise RuntimeError("verify must return pairs with a < b")
-    a, b, s = unique_pairs(a, b, np.asarray(s, dtype=np.float64))
+    a, b = docs[a], docs[b]
+    a, b, s = unique_pairs(np.minimum(a, b), np.maximum(a, b), np.asarray(s, dtype=np.float64))
     return a, b, s, groups
+
+
+def connect_with_rows(connect, config: Any, bucket: dict[str, np.ndarray], *taken):
+    """As :func:`verify_with_rows` for a job that wants clusters only: ``connect`` gives pairs
+    whose components are those of every verified pair of the bucket's groups (a spanning
+    forest's edges, found with fewer comparisons); ``(a, b, None, groups)``."""
+    doc, bounds = bucket["doc"], bucket["bounds"]
+    groups = len(bounds) - 1
+    empty = np.empty(0, dtype=np.int64)
+    if groups <= 0:
+        return empty, empty.copy(), None, 0
+    docs, rows, order = _joined_rows(taken)
+    a, b = connect(config, _positions(docs, order, doc), bounds, rows)
+    return docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)], None, groups
 
 
 def similarity_with_rows(similarity, config: Any, docs_q: np.ndarray, others_q: np.ndarray, *taken) -> np.ndarray:
     """The method's similarity of ``docs_q[q]`` to ``others_q[q]`` on the rows the shards sent."""
-    docs, rows = _joined_rows(taken)
+    docs, rows, order = _joined_rows(taken)
     return np.asarray(
-        similarity(config, rows, np.searchsorted(docs, docs_q), np.searchsorted(docs, others_q)), dtype=np.float64
+        similarity(config, rows, _positions(docs, order, docs_q), _positions(docs, order, others_q)),
+        dtype=np.float64,
     )
 
 
-def shard_empty(empty_fn, config: Any, shard: dict[str, Any]) -> np.ndarray:
-    """The shard's documents without features."""
-    return np.asarray(empty_fn(config, shard["rows"]), dtype=bool)
+def shards_empty(empty_fn, config: Any, *shards: dict[str, Any]) -> list[np.ndarray]:
+    """Each shard's documents without features."""
+    return [np.asarray(empty_fn(config, shard["rows"]), dtype=bool) for shard in shards]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._kernels.candidates import verify_groups
+from ..._kernels.candidates import connect_groups, verify_groups
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.exact import lowered_keys_kernel
 from ..._kernels.minhash import LONG_DOC, WINDOW, shingle_set_long_doc
@@ -78,7 +78,7 @@ def minhash_plan(config: MinHashConfig) -> Plan:
     prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
     sharded = None
     if config.verify == "signature":
-        sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty)
+        sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)
     return Plan(config, tuple(stages), similarity, prepass, sharded, utf8_texts=True)
 
 
@@ -271,6 +271,16 @@ def shard_verify(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray,
     verifier = Verifier.signature(rows["values"], config.threshold)
     members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
     return verify_groups(members, bounds, *verifier.args())
+
+
+def shard_connect(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Clusters only: the pairs that joined components while verifying every group as
+    ``cluster`` does (a member is compared only with earlier members not yet in its component),
+    whose components are those of :func:`shard_verify`'s pairs."""
+    verifier = Verifier.signature(rows["values"], config.threshold)
+    members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
+    a, b, _, _ = connect_groups(members, bounds, *verifier.args())
+    return a, b
 
 
 def shard_similarity(config: MinHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):

@@ -1,0 +1,212 @@
+"""Kernels of the Dask engine's candidate stage: (table, key, document) entries split into
+shuffle buckets, and a bucket's entries grouped by (table, key).
+
+:func:`split_entries` sends entry ``(j, key)`` to bucket ``h(j, key) mod P``, ``h`` being the
+splitmix64 finalizer (Steele, Lea and Flood, OOPSLA 2014) folded over the table number and the
+key's words (:mod:`neardup.engine.dask_groupby` states the rule), in one counting pass and one
+scatter pass. :func:`group_entries` finds the groups of two or more entries with equal
+(table, key): the entries sorted by the key's first word (one scatter pass on its top bits, then
+each small bin by insertion), then each run of equal first words (few entries, since most band
+keys are alone) sorted by (table, other words, document) and cut into groups.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .sorting import radix_sort_with
+
+M1 = np.uint64(0xBF58476D1CE4E5B9)
+M2 = np.uint64(0x94D049BB133111EB)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_INSERTION = 32  # runs up to this long are sorted by insertion
+
+
+@nb.njit(inline="always")
+def _mix(x):
+    x = (x ^ (x >> np.uint64(30))) * M1
+    x = (x ^ (x >> np.uint64(27))) * M2
+    return x ^ (x >> np.uint64(31))
+
+
+@nb.njit(cache=True, nogil=True)
+def split_entries(keys, member, start, buckets):
+    """The entries ``(j, keys[i, j], start + i)`` with ``member[i, j]``, ordered by bucket and,
+    within a bucket, by (table, document): ``(bounds, table, key, doc)``, bucket ``b`` being
+    ``[bounds[b], bounds[b + 1])``. ``keys``: uint64[n, t, w]; ``member``: bool[n, t]."""
+    n, t, w = keys.shape
+    nb_ = np.uint64(buckets)
+    where = np.empty((t, n), dtype=np.int32)
+    bounds = np.zeros(buckets + 1, dtype=np.int64)
+    for j in range(t):
+        hj = _mix(np.uint64(j) * GOLDEN + np.uint64(1))
+        for i in range(n):
+            if member[i, j]:
+                h = hj
+                for q in range(w):
+                    h = _mix(h ^ keys[i, j, q])
+                b = np.int32(h % nb_)
+                where[j, i] = b
+                bounds[b + 1] += 1
+            else:
+                where[j, i] = -1
+    for b in range(buckets):
+        bounds[b + 1] += bounds[b]
+    m = bounds[buckets]
+    table = np.empty(m, dtype=np.int32)
+    key = np.empty((m, w), dtype=np.uint64)
+    doc = np.empty(m, dtype=np.int64)
+    fill = bounds[:-1].copy()
+    for j in range(t):
+        for i in range(n):
+            b = where[j, i]
+            if b >= 0:
+                p = fill[b]
+                table[p] = j
+                for q in range(w):
+                    key[p, q] = keys[i, j, q]
+                doc[p] = start + i
+                fill[b] = p + 1
+    return bounds, table, key, doc
+
+
+@nb.njit(inline="always")
+def _less(x, y, table, key, doc):
+    """Entry x before entry y in (table, key words after the first, document) order."""
+    if table[x] != table[y]:
+        return table[x] < table[y]
+    for q in range(1, key.shape[1]):
+        if key[x, q] != key[y, q]:
+            return key[x, q] < key[y, q]
+    return doc[x] < doc[y]
+
+
+@nb.njit(inline="always")
+def _same(x, y, table, key):
+    if table[x] != table[y]:
+        return False
+    for q in range(1, key.shape[1]):
+        if key[x, q] != key[y, q]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_run(run, tmp, table, key, doc):
+    """Sort the entry numbers ``run`` by :func:`_less` (insertion when short, else bottom-up
+    merge sort through ``tmp``)."""
+    r = run.shape[0]
+    if r <= _INSERTION:
+        for i in range(1, r):
+            v = run[i]
+            j = i - 1
+            while j >= 0 and _less(v, run[j], table, key, doc):
+                run[j + 1] = run[j]
+                j -= 1
+            run[j + 1] = v
+        return
+    src, dst = run, tmp[:r]
+    width = 1
+    flipped = False
+    while width < r:
+        for lo in range(0, r, 2 * width):
+            mid = min(lo + width, r)
+            hi = min(lo + 2 * width, r)
+            a, b, o = lo, mid, lo
+            while a < mid and b < hi:
+                if _less(src[b], src[a], table, key, doc):
+                    dst[o] = src[b]
+                    b += 1
+                else:
+                    dst[o] = src[a]
+                    a += 1
+                o += 1
+            while a < mid:
+                dst[o] = src[a]
+                a += 1
+                o += 1
+            while b < hi:
+                dst[o] = src[b]
+                b += 1
+                o += 1
+        src, dst = dst, src
+        flipped = not flipped
+        width *= 2
+    if flipped:
+        run[:] = src
+
+
+@nb.njit(cache=True, nogil=True)
+def _by_first_word(key):
+    """``(first, order)``: the keys' first words sorted, and the entries in that order (ties in
+    input order). One scatter pass on the top bits (about 16 entries a bin; the words are hash
+    values, so the bins are even), then each bin sorted by insertion, in cache."""
+    m = key.shape[0]
+    bits = 4
+    while bits < 20 and (m >> (bits + 4)) > 0:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    cnt = np.zeros((1 << bits) + 1, dtype=np.int64)
+    for i in range(m):
+        cnt[np.int64(key[i, 0] >> shift) + 1] += 1
+    for v in range(1 << bits):
+        cnt[v + 1] += cnt[v]
+    fill = cnt[:-1].copy()
+    first = np.empty(m, dtype=np.uint64)
+    order = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        d = np.int64(key[i, 0] >> shift)
+        p = fill[d]
+        first[p] = key[i, 0]
+        order[p] = i
+        fill[d] = p + 1
+    for v in range(1 << bits):
+        s, e = cnt[v], cnt[v + 1]
+        if e - s > 64:  # an uneven bin
+            radix_sort_with(first[s:e], order[s:e])
+            continue
+        for i in range(s + 1, e):  # insertion: stable
+            k, x = first[i], order[i]
+            j = i - 1
+            while j >= s and first[j] > k:
+                first[j + 1] = first[j]
+                order[j + 1] = order[j]
+                j -= 1
+            first[j + 1] = k
+            order[j + 1] = x
+    return first, order
+
+
+@nb.njit(cache=True, nogil=True)
+def group_entries(table, key, doc):
+    """The groups of two or more entries with equal (table, key): ``(picked, bounds)``, group
+    ``g`` being the entries ``picked[bounds[g]:bounds[g + 1]]``, in document order. Groups come in
+    order of the key's first word, then table, then the other words."""
+    m = doc.shape[0]
+    first, order = _by_first_word(key)
+    picked = np.empty(m, dtype=np.int64)
+    bounds = np.empty(m // 2 + 2, dtype=np.int64)
+    bounds[0] = 0
+    tmp = np.empty(m, dtype=np.int64)
+    q = 0
+    g = 0
+    s = 0
+    for i in range(1, m + 1):
+        if i == m or first[i] != first[s]:
+            if i - s >= 2:
+                run = order[s:i]
+                _sort_run(run, tmp, table, key, doc)
+                a = 0
+                r = i - s
+                for b in range(1, r + 1):
+                    if b == r or not _same(run[b], run[a], table, key):
+                        if b - a >= 2:
+                            for c in range(a, b):
+                                picked[q] = run[c]
+                                q += 1
+                            g += 1
+                            bounds[g] = q
+                        a = b
+            s = i
+    return picked[:q], bounds[: g + 1]
