@@ -35,11 +35,11 @@ __all__ = [
     "sources_bytes",
 ]
 
-FIRST_RUN_SECONDS = {"minhash": 13, "simhash": 50, "spotsigs": 25, "exact": 12, "imatch": 18}
-"""Seconds of a method's first run on a cold cache, on 2 cores: the README's first command for
-minhash (its kernels compiled by two subprocesses at once; estimated from CPU times) and with
-``--method imatch`` (measured in CPU time), the others scaled from runs on a loaded machine
-(docs/benchmarks.md, section 6); a faster or slower machine takes less or more."""
+FIRST_RUN_SECONDS = {"minhash": 9, "simhash": 9, "spotsigs": 15, "exact": 3, "imatch": 13}
+"""Seconds of a method's first run on a cold cache, on 2 cores: the README's first command with
+each method, measured on an idle machine (minhash and simhash: their kernels compiled by two
+subprocesses at once; docs/benchmarks.md, section 6); a faster or slower machine takes less or
+more."""
 
 
 def first_run_seconds(method: str) -> int:
