@@ -213,44 +213,34 @@ def verify_groups(members, bounds, mode, threshold, min_matches, sigs, set_value
 
 @nb.njit(cache=True, nogil=True)
 def connect_groups(members, bounds, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row):
-    """Clusters-only processing of every group ``members[bounds[g]:bounds[g + 1]]`` (as
-    :func:`connect_band`, over the groups of one shuffle bucket): the pairs that joined two
-    components, a < b, whose components are those of every verified pair of the groups; and
-    (checked, verified)."""
+    """:func:`connect_band` over the groups ``members[bounds[g]:bounds[g + 1]]`` of one shuffle
+    bucket, in a union-find of its own; returns edges (a, b), a < b, one from every document the
+    groups joined to another to the root of its component (they span the components of every
+    verified pair of the groups), and (checked, verified)."""
     size = 0
     for x in range(members.shape[0]):
         size = max(size, members[x] + 1)
     parent = np.arange(size)
-    pa = np.empty(16, dtype=np.int64)
-    pb = np.empty(16, dtype=np.int64)
+    groups = max(bounds.shape[0] - 1, 0)
+    starts = np.empty(groups, dtype=np.int64)
+    ends = np.empty(groups, dtype=np.int64)
+    for g in range(groups):
+        starts[g] = bounds[g]
+        ends[g] = bounds[g + 1]
+    checked, verified = connect_band(
+        members, starts, ends, parent, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row
+    )
     q = 0
-    checked = 0
-    verified = 0
-    for g in range(bounds.shape[0] - 1):
-        s, e = bounds[g], bounds[g + 1]
-        r0 = find(parent, members[s])
-        one = True
-        for x in range(s + 1, e):
-            if find(parent, members[x]) != r0:
-                one = False
-                break
-        if one:
-            continue
-        for y in range(s + 1, e):
-            j = members[y]
-            for x in range(s, y):
-                i = members[x]
-                if find(parent, i) == find(parent, j):
-                    continue
-                ok, _ = similarity(i, j, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row)
-                checked += 1
-                if ok:
-                    verified += 1
-                    union(parent, i, j)
-                    if q == pa.shape[0]:
-                        pa = _grow(pa, q + 1)
-                        pb = _grow(pb, q + 1)
-                    pa[q] = min(i, j)
-                    pb[q] = max(i, j)
-                    q += 1
-    return pa[:q], pb[:q], checked, verified
+    for x in range(size):
+        if find(parent, x) != x:
+            q += 1
+    pa = np.empty(q, dtype=np.int64)
+    pb = np.empty(q, dtype=np.int64)
+    q = 0
+    for x in range(size):
+        r = find(parent, x)
+        if r != x:
+            pa[q] = min(x, r)
+            pb[q] = max(x, r)
+            q += 1
+    return pa, pb, checked, verified

@@ -274,9 +274,9 @@ def shard_verify(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray,
 
 
 def shard_connect(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
-    """Clusters only: the pairs that joined components while verifying every group as
+    """Clusters only: edges spanning the components found by verifying every group as
     ``cluster`` does (a member is compared only with earlier members not yet in its component),
-    whose components are those of :func:`shard_verify`'s pairs."""
+    which are those of :func:`shard_verify`'s pairs."""
     verifier = Verifier.signature(rows["values"], config.threshold)
     members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
     a, b, _, _ = connect_groups(members, bounds, *verifier.args())
