@@ -187,7 +187,10 @@ def test_long_line_reading_gives_the_records_of_the_ordinary_path(lines):
 
         for on_error in ("skip", "fail"):
             ordinary = run(on_error=on_error)
-            with mock.patch.object(jsonl_module, "_HUGE_BLOCK", 0):  # every block takes the long-line path
+            with (
+                mock.patch.object(jsonl_module, "_HUGE_BLOCK", 0),  # every block takes the long-line path
+                mock.patch.object(jsonl_module, "_PLAIN_LINE", 0),  # and every line tries the plain-text path
+            ):
                 assert run(on_error=on_error) == ordinary
         docs = ordinary[0] if isinstance(ordinary[0], list) else []
         if docs and ordinary[1] == 0:
@@ -329,6 +332,7 @@ def test_texts_read_as_utf8_bytes_give_the_outputs_of_str_texts(tmp_path, option
 
     with (
         mock.patch.object(jsonl_module, "_HUGE_BLOCK", 0),  # every block takes the long-line path
+        mock.patch.object(jsonl_module, "_PLAIN_LINE", 0),  # every line tries the plain-text path
         mock.patch.object(jsonl_module, "UTF8_TEXT_MIN", 1),  # and every plain text is a Utf8Text
         mock.patch.object(Utf8Text, "__init__", counted),
     ):

@@ -93,6 +93,7 @@ def test_line_numbers_and_the_first_error_across_many_blocks(tmp_path, monkeypat
 def test_huge_lines_are_scanned_alone_and_read_alike(tmp_path, monkeypatch, workers):
     monkeypatch.setattr(nio, "BLOCK", 64)
     monkeypatch.setattr(jsonl, "_HUGE_BLOCK", 200)
+    monkeypatch.setattr(jsonl, "_PLAIN_LINE", 0)
     lines = [orjson.dumps({"id": i, "text": ("long " * 80 if i % 9 == 4 else "short") + str(i)}) for i in range(60)]
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"\n".join(lines))
@@ -189,6 +190,7 @@ def test_kept_lines_copied_on_threads_are_the_same_bytes(tmp_path, monkeypatch, 
     monkeypatch.setattr(nio, "BLOCK", 64)
     if huge:
         monkeypatch.setattr(jsonl, "_HUGE_BLOCK", 150)
+        monkeypatch.setattr(jsonl, "_PLAIN_LINE", 0)
     rng = np.random.default_rng(3)
     lines = []
     for i in range(300):
