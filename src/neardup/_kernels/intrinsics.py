@@ -325,11 +325,12 @@ def store8(typingctx, arr, idx, val):
 
 @intrinsic
 def copy_into(typingctx, dst, d, src, s, n):
-    """``dst[d:d+n] = src[s:s+n]`` for 1-D C-contiguous arrays of one dtype (unchecked; the ranges
-    may overlap)."""
+    """``dst[d:d+n] = src[s:s+n]`` for 1-D C-contiguous arrays of one dtype, ``dst`` writable
+    (bounds unchecked; the ranges may overlap)."""
     if not (
         isinstance(dst, types.Array)
         and isinstance(src, types.Array)
+        and dst.mutable
         and dst.dtype == src.dtype
         and dst.ndim == src.ndim == 1
         and dst.layout == src.layout == "C"
