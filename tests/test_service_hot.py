@@ -137,7 +137,7 @@ def test_errors_are_answered_without_a_trace(tmp_path, caplog, error, status, de
         def fail(*args, **kwargs):
             raise error
 
-        index.query = index.query_batch = fail  # (one text goes the one-text way)
+        index.query_batch = fail
         index.add = fail
         with TestClient(create_app(index, token=TOKEN, hot=hot), raise_server_exceptions=False) as client:
             for path, doc in (("/v1/query", {"text": "t"}), ("/v1/documents", {"id": "a", "text": "t"})):

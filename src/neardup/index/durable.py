@@ -454,8 +454,11 @@ class DurableIndex:
     def query_batch(
         self, texts: Sequence[str], *, min_similarity: float | None = None, limit: int | None = None
     ) -> list[Matches]:
-        """:meth:`query` for each text, in one call."""
+        """:meth:`query` for each text, in one call (one MinHash text goes :meth:`query`'s short
+        way: half the CPU of a batch of one, which is what a service's single query costs)."""
         _, texts = _check_docs(None, texts)
+        if len(texts) == 1 and type(texts[0]) is str and self._sketch_one is not None:
+            return [self.query(texts[0], min_similarity=min_similarity, limit=limit)]
         values, empty = self._sketch(texts)
         with self._lock:
             self._sync()

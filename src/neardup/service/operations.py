@@ -90,10 +90,7 @@ def error_answer(exc: Exception, method: str, path: str) -> tuple[int, dict, dic
 def run_query(index: DurableIndex, body: Any) -> dict:
     """The answer to a valid query request (``QueryRequest``)."""
     docs = body.documents
-    if len(docs) == 1:  # the index's one-text path: half the CPU of a batch of one (docs/service.md)
-        found = [index.query(docs[0].text, min_similarity=body.min_similarity, limit=body.limit)]
-    else:
-        found = index.query_batch([d.text for d in docs], min_similarity=body.min_similarity, limit=body.limit)
+    found = index.query_batch([d.text for d in docs], min_similarity=body.min_similarity, limit=body.limit)
     return {"results": [{"id": d.id, "matches": _matches(f)} for d, f in zip(docs, found)]}
 
 
