@@ -45,7 +45,7 @@ F1 = np.uint64(0xFF51AFD7ED558CCD)
 F2 = np.uint64(0xC4CEB9FE1A85EC53)
 
 
-_SM_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 
 _SM_M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -154,12 +154,17 @@ def hash_ints(values):
 
 
 @nb.njit(inline="always", cache=True)
-def splitmix64(state):
-    """One SplitMix64 output for ``state`` (the state is advanced by the caller)."""
-    z = state + _SM_GAMMA
+def splitmix_mix(z):
+    """SplitMix64's output function, a bijection of uint64 (Steele, Lea and Flood, OOPSLA 2014)."""
     z = (z ^ (z >> np.uint64(30))) * _SM_M1
     z = (z ^ (z >> np.uint64(27))) * _SM_M2
     return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(inline="always", cache=True)
+def splitmix64(state):
+    """One SplitMix64 output for ``state`` (the state is advanced by the caller)."""
+    return splitmix_mix(state + SPLITMIX_GAMMA)
 
 
 def hash_bytes(b: bytes) -> int:

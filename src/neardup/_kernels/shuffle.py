@@ -15,19 +15,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .hashing import SPLITMIX_GAMMA, splitmix_mix
 from .sorting import radix_sort_with
 
-M1 = np.uint64(0xBF58476D1CE4E5B9)
-M2 = np.uint64(0x94D049BB133111EB)
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _INSERTION = 32  # runs up to this long are sorted by insertion
-
-
-@nb.njit(inline="always")
-def _mix(x):
-    x = (x ^ (x >> np.uint64(30))) * M1
-    x = (x ^ (x >> np.uint64(27))) * M2
-    return x ^ (x >> np.uint64(31))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -40,12 +31,12 @@ def split_entries(keys, member, start, buckets):
     where = np.empty((t, n), dtype=np.int32)
     bounds = np.zeros(buckets + 1, dtype=np.int64)
     for j in range(t):
-        hj = _mix(np.uint64(j) * GOLDEN + np.uint64(1))
+        hj = splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
         for i in range(n):
             if member[i, j]:
                 h = hj
                 for q in range(w):
-                    h = _mix(h ^ keys[i, j, q])
+                    h = splitmix_mix(h ^ keys[i, j, q])
                 b = np.int32(h % nb_)
                 where[j, i] = b
                 bounds[b + 1] += 1
