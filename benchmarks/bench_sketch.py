@@ -40,6 +40,19 @@ AVX-512 (what most cloud and laptop CPUs have), ``x86-64`` the SSE2 baseline. Th
 compiled by numba and run in every subprocess, so each target's ratios are measured in its own run.
 A last table sets the targets side by side.
 
+Two more tables (``--fold``, on by default) compare the sketches themselves rather than text
+throughput. **Classic fold**: nanoseconds per (hash x permutation) of neardup's classic fold
+(``sign_hashed``) and of rensa's classic kernel, each taken as the difference between K = 512
+and K = 2048 on sets of 32 random items, so that per-item work that does not depend on K (the
+peers' hashing of ``str``, rensa's three bucket rounds) cancels; per-set work proportional to K
+stays in both. rensa runs its classic kernel on sets of at most 32 items; ``RENSA_FORCE_KERNEL``
+selects it per target (``avx2`` under ``haswell``, ``scalar`` under ``x86-64``, rensa's own choice
+under ``native``). **Cost against K**: nanoseconds per item of sets of 1,500 random items at
+K = 64 ... 2048 for neardup classic and OPH and for rensa's full-set ``RMinHash.update``: rensa
+0.5's full-set path is a bucketed sketch (its ``src/rminhash/bucket.rs``, after Dahlgaard, Knudsen
+and Thorup's Fast Similarity Sketching, arXiv:1704.04370) whose cost per item does not grow
+with K, unlike classic MinHash's K multiplies per item; the comparable neardup sketch is OPH.
+
 Results are printed as markdown tables and saved to ``benchmarks/_results/sketch-<stamp>.json``.
 """
 
@@ -202,6 +215,85 @@ def rensa_tools(kind: str, k: int):
     }
 
 
+# -- the sketches themselves: classic fold per (hash x permutation), cost against K ----------
+
+FOLD_KS = (512, 2048)
+SCALING_KS = (64, 128, 512, 2048)
+
+
+def fold_tables(repeat: int, wanted: set[str]) -> dict:
+    """``{"fold": {tool: ns per hash x permutation}, "scaling": {tool: {K: ns per item}}}`` (see
+    the module docs), random items so that no tool drops repeats."""
+    import random
+
+    import numpy as np
+
+    from neardup import MinHasher
+
+    rng = random.Random(7)
+
+    def per_item(fn, items: int) -> float:
+        fn()  # warm-up (compiles neardup's kernels for this K)
+        runs = []
+        for _ in range(repeat):
+            c0 = time.process_time()
+            fn()
+            runs.append(time.process_time() - c0)
+        return statistics.median(runs) / items * 1e9
+
+    def neardup(k: int, size: int, docs: int, sketch: str = "classic"):
+        hasher = MinHasher(num_perm=k, seed=1, sketch=sketch)
+        flat = np.random.default_rng(k).integers(0, 2**63, size * docs, dtype=np.uint64)
+        offsets = np.arange(0, size * docs + 1, size, dtype=np.int64)
+        return lambda: hasher.sign_hashed(flat, offsets)
+
+    def rensa(k: int, size: int, docs: int):
+        from rensa import RMinHash
+
+        sets = [[str(rng.random()) for _ in range(size)] for _ in range(docs)]
+
+        def run():
+            for s in sets:
+                m = RMinHash(k, RENSA_SEED)
+                m.update(s)
+
+        return run
+
+    makers = {"neardup classic": neardup}
+    if "rensa" in wanted:
+        makers["rensa RMinHash"] = rensa
+    fold = {}
+    for name, make in makers.items():
+        at = [per_item(make(k, 32, 20_000), 32 * 20_000) for k in FOLD_KS]
+        fold[name] = (at[1] - at[0]) / (FOLD_KS[1] - FOLD_KS[0])
+    scaling = {name: {} for name in ("neardup classic", "neardup oph", *list(makers)[1:])}
+    docs = 200
+    for k in SCALING_KS:
+        scaling["neardup classic"][k] = per_item(neardup(k, 1500, docs), 1500 * docs)
+        scaling["neardup oph"][k] = per_item(neardup(k, 1500, docs, "oph"), 1500 * docs)
+        if "rensa" in wanted:
+            scaling["rensa RMinHash"][k] = per_item(rensa(k, 1500, docs), 1500 * docs)
+    return {"fold": fold, "scaling": scaling}
+
+
+def print_fold(tables: dict) -> None:
+    """The two tables of :func:`fold_tables`."""
+    if not tables:
+        return
+    print("\n**classic fold** (ns per hash x permutation, sets of 32 random items, K 512 -> 2048)\n")
+    print("| tool | ns | vs neardup |")
+    print("|---|---:|---:|")
+    base = tables["fold"]["neardup classic"]
+    for name, ns in tables["fold"].items():
+        print(f"| {name} | {ns:.3f} | {ns / base:.2f}x |")
+    ks = list(next(iter(tables["scaling"].values())))
+    print("\n**cost against K** (ns per item, sets of 1,500 random items)\n")
+    print("| tool | " + " | ".join(f"K={k}" for k in ks) + " |")
+    print("|---|" + "---:|" * len(ks))
+    for name, by_k in tables["scaling"].items():
+        print(f"| {name} | " + " | ".join(f"{by_k[k]:.1f}" for k in ks) + " |")
+
+
 # -- measurement ----------------------------------------------------------------------------
 
 
@@ -343,6 +435,13 @@ def main(argv=None) -> int:
         help="documents for the where-the-time-goes table (default 20000; 0: skip)",
     )
     ap.add_argument(
+        "--fold",
+        type=int,
+        default=1,
+        choices=(0, 1),
+        help="the classic-fold and cost-against-K tables (default 1; 0: skip)",
+    )
+    ap.add_argument(
         "--targets",
         default="native,haswell,x86-64",
         help="numba CPU targets, each run in a subprocess (default native,haswell,x86-64)",
@@ -429,9 +528,11 @@ def main(argv=None) -> int:
                     flush=True,
                 )
     split = breakdown(load_texts(args.breakdown), args.repeat) if args.breakdown else []
+    folds = fold_tables(args.repeat, wanted) if args.fold else {}
     load_after = os.getloadavg()[0]
     print()
     print_tables(rows)
+    print_fold(folds)
     print(f"\nload average (1 min) {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs")
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -447,6 +548,7 @@ def main(argv=None) -> int:
                 "load_average_1min": {"before": load_before, "after": load_after},
                 "rows": rows,
                 "breakdown": split,
+                "fold": folds,
             },
             indent=2,
         )
@@ -457,18 +559,24 @@ def main(argv=None) -> int:
 
 
 TARGET_ENV = {"native": None, "haswell": "haswell", "x86-64": "x86-64"}
+RENSA_KERNEL = {"haswell": "avx2", "x86-64": "scalar"}
+"""rensa's classic kernel per target (``RENSA_FORCE_KERNEL``); its other paths pick their own
+instructions at run time."""
 
 
 def target_env(target: str) -> dict:
     """The environment of one target's subprocess: ``NUMBA_CPU_NAME`` (the host's for ``native``)
-    with an empty ``NUMBA_CPU_FEATURES``, so LLVM uses that CPU's own feature set."""
+    with an empty ``NUMBA_CPU_FEATURES``, so LLVM uses that CPU's own feature set, and rensa's
+    classic kernel for that target."""
     env = dict(os.environ)
-    env.pop("NUMBA_CPU_NAME", None)
-    env.pop("NUMBA_CPU_FEATURES", None)
+    for var in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "RENSA_FORCE_KERNEL"):
+        env.pop(var, None)
     name = TARGET_ENV.get(target, target)
     if name is not None:
         env["NUMBA_CPU_NAME"] = name
         env["NUMBA_CPU_FEATURES"] = ""
+    if target in RENSA_KERNEL:
+        env["RENSA_FORCE_KERNEL"] = RENSA_KERNEL[target]
     return env
 
 
@@ -518,6 +626,17 @@ def print_targets(results: dict) -> None:
         print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(vals) + " |")
     loads = ", ".join(f"{t} {res['load_average_1min']['before']:.2f}" for t, res in results.items())
     print(f"\nload average (1 min) before each target: {loads}")
+    folds = {t: res.get("fold") for t, res in results.items() if res.get("fold")}
+    if folds:
+        print(
+            "\n**classic fold per CPU target** (ns per hash x permutation; rensa's classic kernel as selected per target)\n"
+        )
+        print("| tool | " + " | ".join(folds) + " |")
+        print("|---|" + "---:|" * len(folds))
+        for name in next(iter(folds.values()))["fold"]:
+            print(
+                f"| {name} | " + " | ".join(f"{f['fold'].get(name, float('nan')):.3f}" for f in folds.values()) + " |"
+            )
 
 
 def print_tables(rows: list[dict]) -> None:

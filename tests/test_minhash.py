@@ -633,3 +633,18 @@ def test_sets_with_repeats_sign_as_their_distinct_elements():
     char = MinHasher(num_perm=64, seed=2, shingling=Shingling("char", 5))
     hs, off = shingle_batch(texts, Shingling("char", 5), unique=True)
     assert np.array_equal(char.sign(texts).values, char.sign_hashed(hs, off).values)
+
+
+@pytest.mark.parametrize("sketch", ["classic", "oph"])
+@pytest.mark.parametrize(
+    "offsets",
+    [[0, 3], [0, 1], [1, 2], [0, 2, 1, 2], [], [[0, 2]]],
+    ids=["past the end", "short of the end", "not from 0", "decreasing", "none", "two dimensions"],
+)
+def test_sign_hashed_refuses_offsets_that_are_not_csr(sketch, offsets):
+    """Offsets past the hashes used to make the kernel read past the array (a crash); every
+    malformed CSR is now a ValueError naming the offsets."""
+    mh = MinHasher.for_sets(16, seed=1, sketch=sketch)
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        mh.sign_hashed(np.array([1, 2], dtype=np.uint64), np.array(offsets, dtype=np.int64))
+    assert mh.sign_hashed(np.array([1, 2], dtype=np.uint64), np.array([0, 1, 2])).values.shape == (2, 16)

@@ -6,7 +6,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["CsrParts", "RowBuffer", "concat", "concat_consuming", "text_lengths"]
+__all__ = ["CsrParts", "RowBuffer", "check_offsets", "concat", "concat_consuming", "text_lengths"]
+
+
+def check_offsets(offsets: np.ndarray, n: int) -> None:
+    """Raise ``ValueError`` unless ``offsets`` are CSR offsets over ``n`` values: one dimension,
+    at least one entry, starting at 0, never decreasing, ending at ``n`` (the kernels that take
+    them read ``values[offsets[i]:offsets[i + 1]]`` unchecked)."""
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != n or (np.diff(offsets) < 0).any():
+        end = offsets[-1] if offsets.ndim == 1 and len(offsets) else None
+        raise ValueError(
+            f"offsets must start at 0, not decrease, and end at len(hashes) = {n} (got {len(offsets)} offsets "
+            f"ending at {end})"
+        )
 
 
 def concat(parts: list[np.ndarray], empty: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from ..._kernels.minhash import (
     oph_long_doc,
 )
 from ..._kernels.oph import oph_csr_kernel, oph_texts_kernel
+from ...core.arrays import check_offsets
 from ...core.validation import Choice, Instance, Optional, check, conflict
 from ...text.shingles import Shingling, encode_for_sketch, kind_code
 from .oph import OPH_FAMILY, oph_params, oph_sequence
@@ -225,10 +226,12 @@ class MinHasher:
         return self.sign_hashed(hashes, offsets)
 
     def sign_hashed(self, hashes: np.ndarray, offsets: np.ndarray) -> Signatures:
-        """Signatures of sets given as already-hashed uint64 CSR arrays (hashes, offsets)."""
-        values = np.empty((len(offsets) - 1, self.scheme.num_perm), dtype=np.uint32)
+        """Signatures of sets given as already-hashed uint64 CSR arrays (set i is
+        ``hashes[offsets[i]:offsets[i + 1]]``; ``ValueError`` for offsets that are not that)."""
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        check_offsets(offsets, len(hashes))
+        values = np.empty((len(offsets) - 1, self.scheme.num_perm), dtype=np.uint32)
         if self.scheme.hash_family == OPH_FAMILY:
             oph_csr_kernel(hashes, offsets, self._oph, self._oph_seq, values)
         else:

@@ -25,6 +25,7 @@ from ..._kernels.simhash import (
     simhash_csr_weighted,
     simhash_words_kernel,
 )
+from ...core.arrays import check_offsets
 from ...core.errors import IncompatibleSketchError
 from ...core.validation import Instance, Integer, Optional, ParameterError, check, conflict
 from ...text.shingles import Shingling, encode_texts, kind_code, shingle_encoded
@@ -331,14 +332,7 @@ class SimHasher:
         """
         hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        if (
-            offsets.ndim != 1
-            or len(offsets) < 1
-            or offsets[0] != 0
-            or offsets[-1] != len(hashes)
-            or (np.diff(offsets) < 0).any()
-        ):
-            raise ValueError("offsets must start at 0, not decrease, and end at len(hashes)")
+        check_offsets(offsets, len(hashes))
         out = np.empty((len(offsets) - 1, self.scheme.words), dtype=np.uint64)
         if weights is None and self.idf is not None:
             weights = self.idf.weights_of(hashes)
