@@ -476,3 +476,11 @@ def test_sign_hashed_validation():
         h.sign_hashed(np.array([1, 2], dtype=np.uint64), np.array([0, 2]), weights=np.ones(3))
     with pytest.raises(ValueError, match="finite"):
         h.sign_hashed(np.array([1], dtype=np.uint64), np.array([0, 1]), weights=np.array([np.inf]))
+
+
+def test_document_frequencies_refuse_offsets_that_are_not_csr():
+    counter = DocumentFrequencies()
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        counter.add_hashed(np.array([1, 2], dtype=np.uint64), np.array([0, 5]))
+    counter.add_hashed(np.array([1, 2, 2], dtype=np.uint64), np.array([0, 1, 3]))
+    assert counter.n_docs == 2

@@ -154,8 +154,11 @@ class DocumentFrequencies:
     @staticmethod
     def batch_counts(hashes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(distinct hashes, documents containing each) of one CSR batch (repeats within a
-        document count once)."""
-        return df_batch(np.ascontiguousarray(hashes, dtype=np.uint64), np.ascontiguousarray(offsets, dtype=np.int64))
+        document count once; ``ValueError`` for offsets that are not CSR offsets over ``hashes``)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        check_offsets(offsets, len(hashes))
+        return df_batch(hashes, offsets)
 
     def add_counts(self, hashes: np.ndarray, docs: np.ndarray, n_docs: int) -> None:
         """Add a batch already reduced by :meth:`batch_counts` that covered ``n_docs`` documents."""
