@@ -565,3 +565,29 @@ SCAN_WARMUP = Warmup(scan, hot=64 << 20)
 """:func:`scan` on a cold cache only after 64 MiB of JSON Lines were parsed without it (by
 ``orjson``, line by line, as :func:`~neardup.io.jsonl._parse_lines`; about 0.1 s at orjson's
 0.6 GB/s, against 5 s of one core to compile the scanner): a small job never compiles it."""
+
+
+@nb.njit(cache=True, nogil=True)
+def gather_spans(src, starts, ends, out, offsets, ascii, chars):
+    """Pack the spans ``src[starts[d]:ends[d]]`` (valid UTF-8: the scanner's unescaped texts) one
+    after another into ``out``: text ``d`` is ``out[offsets[d]:offsets[d + 1]]``. ``ascii[d]``:
+    every byte of it is below 0x80; ``chars[d]``: its length in characters, i.e. its bytes less
+    its continuation bytes (``0b10xxxxxx``), which is ``len()`` of its ``str``."""
+    o = 0
+    for d in range(starts.shape[0]):
+        s = starts[d]
+        n = ends[d] - s
+        offsets[d] = o
+        high = np.uint8(0)
+        for i in range(n):
+            c = src[s + i]
+            out[o + i] = c
+            high |= c
+        cont = 0
+        if high >= 0x80:
+            for i in range(n):
+                cont += (src[s + i] & 0xC0) == 0x80
+        ascii[d] = high < 0x80
+        chars[d] = n - cont
+        o += n
+    offsets[starts.shape[0]] = o

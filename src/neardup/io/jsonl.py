@@ -18,7 +18,7 @@ import orjson
 
 from .._kernels.lines import copy_kept
 from ..core.errors import InputError
-from ..text.utf8 import UTF8_TEXT_MIN, Utf8Text
+from ..text.utf8 import UTF8_TEXT_MIN, PackedTexts, Utf8Text
 from .policy import (
     MISSING,
     Chunk,
@@ -159,10 +159,12 @@ def block_lines(block) -> int:
     return block.count(b"\n") + (block[-1] != 10)
 
 
-def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer):
+def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer, packed: bool = False):
     """``(ids, texts, buffer)`` of the records of one block whose first line is line ``base + 1``
     of ``path``: one kernel call, then ``orjson`` on the lines it declines; ``buffer``: the
-    kernel's output buffer to reuse (returned, possibly grown)."""
+    kernel's output buffer to reuse (returned, possibly grown). ``packed``: when the kernel read
+    every line, the texts are its unescaped UTF-8 spans copied into a
+    :class:`~neardup.text.utf8.PackedTexts`, no ``str`` made (the ids are ``str`` as always)."""
     from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK, SCAN_WARMUP
     from .jsonl_scan import scan_block
 
@@ -176,15 +178,18 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
     if pol.id_field is not None:  # a missing id is an error: orjson's path words it
         status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
     ok = np.flatnonzero(status == OK)
+    declined = np.flatnonzero(status == FALLBACK)
     out, raw = memoryview(r.out), memoryview(block)
-    texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
+    if packed and not len(declined):
+        texts = PackedTexts.gather(r.out, r.text_start[ok], r.text_end[ok])
+    else:
+        texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
     kinds = r.id_kind[ok].tolist()
     lines = (ok + (base + 1)).tolist()
     ids = [
         f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
         for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())
     ]
-    declined = np.flatnonzero(status == FALLBACK)
     if len(declined):
         ids, texts = _merge_declined(block, r, ok, declined, ids, texts, path, base, pol)
     return ids, texts, r.out

@@ -11,10 +11,13 @@ only when the job said its stages take them (a MinHash plan on the local engine:
 from __future__ import annotations
 
 import codecs
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate, pairwise
 
 import numpy as np
 
-__all__ = ["UTF8_TEXT_MIN", "Utf8Text"]
+__all__ = ["UTF8_TEXT_MIN", "PackedTexts", "TextRuns", "Utf8Text"]
 
 UTF8_TEXT_MIN = 1 << 23
 """Texts of at least this many bytes are read as :class:`Utf8Text` where the job allows it."""
@@ -81,3 +84,120 @@ class Utf8Text:
 def as_str(text) -> str:
     """``text`` as a ``str`` (decoding a :class:`Utf8Text`)."""
     return text if type(text) is str else str(text)
+
+
+class PackedTexts(Sequence):
+    """Texts held as spans of one buffer of UTF-8 bytes, not as ``str`` objects (issue 19).
+
+    Text ``i`` is ``data[offsets[i]:offsets[i + 1]]`` (``offsets`` need not start at 0: a slice
+    shares the buffer), ``ascii[i]`` says whether all its bytes are ASCII and ``chars[i]`` is its
+    length in characters. The threaded JSONL reader packs the texts of a block this way for the
+    MinHash plan (:attr:`neardup.core.plan.Plan.utf8_texts`), whose sketch reads the bytes
+    directly (:func:`neardup.text.shingles.encode_packed`); indexing decodes one text to ``str``
+    for the consumers that need one.
+
+    >>> t = PackedTexts.gather(np.frombuffer("xxnaïve ab".encode(), dtype=np.uint8), [2, 9], [8, 11])
+    >>> len(t), t[0], t[1], t.ascii.tolist(), t.char_lengths().tolist()
+    (2, 'naïve', 'ab', [False, True], [5, 2])
+    >>> t[1:].offsets.tolist(), list(t[1:])
+    ([6, 8], ['ab'])
+    """
+
+    __slots__ = ("ascii", "chars", "data", "offsets")
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray, ascii: np.ndarray, chars: np.ndarray) -> None:
+        self.data = data
+        self.offsets = offsets
+        self.ascii = ascii
+        self.chars = chars
+
+    @classmethod
+    def gather(cls, src: np.ndarray, starts, ends) -> PackedTexts:
+        """The texts ``src[starts[i]:ends[i]]`` (valid UTF-8) copied into a buffer of their own
+        (one nogil kernel call)."""
+        from .._kernels.jsonl import gather_spans
+
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        n = len(starts)
+        out = np.empty(int((ends - starts).sum()), dtype=np.uint8)
+        offsets = np.empty(n + 1, dtype=np.int64)
+        ascii = np.empty(n, dtype=np.bool_)
+        chars = np.empty(n, dtype=np.int64)
+        src = src.view()
+        src.flags.writeable = False  # one compiled kernel: read-only bytes, as the scanner's input
+        gather_spans(src, starts, ends, out, offsets, ascii, chars)
+        out.flags.writeable = False  # the sketch and key kernels are compiled for read-only bytes
+        return cls(out, offsets, ascii, chars)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            a, b, step = i.indices(len(self))
+            if step != 1:
+                return [self[k] for k in range(a, b, step)]
+            b = max(a, b)
+            return PackedTexts(self.data, self.offsets[a : b + 1], self.ascii[a:b], self.chars[a:b])
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("text index out of range")
+        return str(memoryview(self.data)[self.offsets[i] : self.offsets[i + 1]], "utf-8")
+
+    def __iter__(self):
+        view = memoryview(self.data)
+        bounds = self.offsets.tolist()
+        for a, b in pairwise(bounds):
+            yield str(view[a:b], "utf-8")
+
+    def char_lengths(self) -> np.ndarray:
+        """int64[n]: ``len()`` of every text, without decoding any."""
+        return self.chars
+
+    def __repr__(self) -> str:
+        return f"PackedTexts({len(self)} texts, {int(self.offsets[-1] - self.offsets[0]):,} bytes)"
+
+
+class TextRuns(Sequence):
+    """The texts of a batch as consecutive runs, each a list (of ``str`` or :class:`Utf8Text`) or
+    a :class:`PackedTexts`: item ``i`` is that of the run holding it, runs in order.
+
+    >>> r = TextRuns([["a", "b"], PackedTexts.gather(np.frombuffer(b"cd", dtype=np.uint8), [0, 1], [1, 2])])
+    >>> len(r), r[2], list(r), r.char_lengths().tolist()
+    (4, 'c', ['a', 'b', 'c', 'd'], [1, 1, 1, 1])
+    """
+
+    __slots__ = ("_ends", "runs")
+
+    def __init__(self, runs) -> None:
+        self.runs = tuple(runs)
+        self._ends = list(accumulate(len(r) for r in self.runs))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("text index out of range")
+        r = bisect_right(self._ends, i)
+        return self.runs[r][i - (self._ends[r - 1] if r else 0)]
+
+    def __iter__(self):
+        for run in self.runs:
+            yield from run
+
+    def char_lengths(self) -> np.ndarray:
+        """int64[n]: ``len()`` of every text (a packed run's without decoding it)."""
+        parts = [
+            r.char_lengths() if type(r) is PackedTexts else np.fromiter(map(len, r), np.int64, len(r))
+            for r in self.runs
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
