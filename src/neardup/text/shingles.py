@@ -257,16 +257,17 @@ def encode_packed(texts: PackedTexts, shingling: Shingling) -> tuple[np.ndarray,
     """:func:`encode_for_sketch` of packed texts, as ``(data, offsets)`` (read-only bytes;
     ``offsets`` may not start at 0), without a ``str`` of any ASCII text.
 
-    A text's bytes are already what the sketch reads when it is ASCII (its own NFKC form, its
-    case folded by the kernels), and any text's when neither NFKC nor case folding is asked
-    (``_encode_lean`` then encodes the text back to the same UTF-8). Without other texts the
-    packed buffer itself is returned; otherwise each of those is decoded and normalized by
+    A text's bytes are already what the sketch reads when it is stable
+    (:func:`~neardup.text.utf8.stable_table`: ASCII, or of characters that NFKC and case folding
+    keep; ASCII case is folded by the kernels), and any text's when neither NFKC nor case folding
+    is asked (``_encode_lean`` then encodes the text back to the same UTF-8). Without other texts
+    the packed buffer itself is returned; otherwise each of those is decoded and normalized by
     :func:`_encode_lean`, and the runs of bytes between them are joined around the results.
     """
     data, offsets = texts.data, texts.offsets
     if not (shingling.nfkc or shingling.casefold):
         return data, offsets
-    others = np.flatnonzero(~texts.ascii)
+    others = np.flatnonzero(~texts.stable)
     if not len(others):
         return data, offsets
     view = memoryview(data)
