@@ -11,7 +11,8 @@ Inside the run the job is the CLI's own, with probes added from outside (no chan
 measured): ``time.thread_time`` around every task the job's :class:`~neardup.core.parallel.Threads`
 runs (by task: ``parse`` = a JSONL block scanned and decoded, ``prepare`` = normalized + exact
 keys, ``sketch``, and the candidate stage's tasks), around the GIL-releasing kernels inside
-them (JSONL scan, exact keys, MinHash signing, the band sort and verification, the copy of kept
+them (JSONL scan and the packing of its text spans, exact keys and ASCII lowering, MinHash signing,
+the band sort and verification, the copy of kept
 lines), and the calling thread's CPU and the wall clock
 at each stage change (``read + sketch``, ``band``, ``verify + cluster``, writing).
 
@@ -122,6 +123,12 @@ def _probe_run(argv: list[str]) -> dict:
     except ImportError:
         pass
     mh_plan.keys_from_encoded = kernel(mh_plan.keys_from_encoded)
+    for name in ("lower_ascii_inplace", "lowered_keys_kernel"):  # the pre-pass's other nogil kernels
+        setattr(mh_plan, name, kernel(getattr(mh_plan, name)))
+    from neardup._kernels import jsonl as jsonl_kernels
+
+    if hasattr(jsonl_kernels, "gather_spans"):  # a version that packs the scanner's text spans
+        jsonl_kernels.gather_spans = kernel(jsonl_kernels.gather_spans)
     MinHasher.sign_encoded = kernel(MinHasher.sign_encoded)
 
     orig_run = local.LocalEngine.run

@@ -17,7 +17,7 @@ import numpy as np
 
 from .charclass import IGNORE, OTHER, SPACE
 from .hashing import P1, P2, SEED, fmix64, rotl64
-from .intrinsics import copy_into
+from .intrinsics import copy_into, load8
 from .runs import equal_range
 from .shingles import decode
 
@@ -126,10 +126,27 @@ def keys_kernel(data, offsets, table, raw, out):
         _finish(acc, shift, a, b, n, out, d)
 
 
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH8 = np.uint64(0x8080808080808080)
+_PAST_Z = np.uint64(0x2525252525252525)  # 0x7F - ord("Z") in every byte
+_FROM_A = np.uint64(0x3F3F3F3F3F3F3F3F)  # 0x80 - ord("A") in every byte
+
+
+@nb.njit(inline="always", cache=True)
+def _lower_word(w):
+    """The 8 bytes of ``w`` with ASCII A-Z lower-cased: a byte's 7 low bits plus 0x3F reach
+    0x80 from ``A`` on, plus 0x25 from past ``Z`` on (no carry leaves a byte: 0x7F + 0x3F <
+    0x100); a byte below 0x80 with the first and not the second is A-Z, and gets 0x20."""
+    low = w & _LOW7
+    upper = ((low + _FROM_A) ^ (low + _PAST_Z)) & ~w & _HIGH8
+    return w | (upper >> np.uint64(2))
+
+
 @nb.njit(cache=True, nogil=True)
 def lowered_keys_kernel(data, offsets, out):
     """``keys_kernel(lower_ascii(data), offsets, table, True, out)`` without the lower-cased
-    copy: each byte is lower-cased (ASCII A-Z) as it goes into the word."""
+    copy: each byte is lower-cased (ASCII A-Z) as it goes into the word, 8 bytes at a time as
+    ``keys_kernel``'s raw branch reads them."""
     for d in range(offsets.shape[0] - 1):
         start = offsets[d]
         end = offsets[d + 1]
@@ -137,10 +154,17 @@ def lowered_keys_kernel(data, offsets, out):
         b = SEED_B
         acc = np.uint64(0)
         shift = np.uint64(0)
-        for i in range(start, end):
+        i = start
+        while i + 8 <= end:
+            w = _lower_word(load8(data, i))
+            a = lane_a(a, w)
+            b = lane_b(b, w)
+            i += 8
+        while i < end:
             c = data[i]
             c = c + np.uint8(32) * np.uint8(np.uint8(c - np.uint8(65)) < np.uint8(26))
             acc, shift, a, b = _push(c, acc, shift, a, b)
+            i += 1
         _finish(acc, shift, a, b, end - start, out, d)
 
 

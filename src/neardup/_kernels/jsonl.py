@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 from numba.core.cpu import CPUTargetOptions
 
-from .intrinsics import ctz, load8, store8
+from .intrinsics import copy_into, ctz, load8, store8
 from .warmup import Warmup
 
 BLANK, OK, FALLBACK = 0, 1, 2
@@ -565,3 +565,55 @@ SCAN_WARMUP = Warmup(scan, hot=64 << 20)
 """:func:`scan` on a cold cache only after 64 MiB of JSON Lines were parsed without it (by
 ``orjson``, line by line, as :func:`~neardup.io.jsonl._parse_lines`; about 0.1 s at orjson's
 0.6 GB/s, against 5 s of one core to compile the scanner): a small job never compiles it."""
+
+
+@nb.njit(cache=True, nogil=True)
+def gather_spans(src, starts, ends, stable_table, out, offsets, stable, chars):
+    """Pack the spans ``src[starts[d]:ends[d]]`` (valid UTF-8: the scanner's unescaped texts) one
+    after another into ``out``: text ``d`` is ``out[offsets[d]:offsets[d + 1]]``. ``chars[d]``:
+    its length in characters, i.e. its bytes less its continuation bytes (``0b10xxxxxx``), which
+    is ``len()`` of its ``str``. ``stable[d]``: every code point ``c`` of it is ASCII or has
+    ``stable_table[c]`` set (:func:`neardup.text.utf8.stable_table`: the text is its own NFKC
+    form and case-folds to itself up to ASCII case). The copy is a ``memmove`` and the ASCII
+    test reads 8 bytes at a time; only texts with other bytes are decoded."""
+    size = stable_table.shape[0]
+    o = 0
+    for d in range(starts.shape[0]):
+        s = starts[d]
+        n = ends[d] - s
+        offsets[d] = o
+        copy_into(out, o, src, s, n)
+        high = np.uint64(0)
+        i = 0
+        while i + 8 <= n:
+            high |= load8(src, s + i)
+            i += 8
+        while i < n:
+            high |= np.uint64(src[s + i])
+            i += 1
+        cont = 0
+        ok = True
+        if high & _HIGHS:
+            i = s
+            while i < s + n:
+                c = np.int64(src[i])
+                if c < 0x80:
+                    i += 1
+                    continue
+                if c < 0xE0:
+                    cp = ((c & 0x1F) << 6) | (np.int64(src[i + 1]) & 0x3F)
+                    k = 2
+                elif c < 0xF0:
+                    cp = ((c & 0x0F) << 12) | ((np.int64(src[i + 1]) & 0x3F) << 6) | (np.int64(src[i + 2]) & 0x3F)
+                    k = 3
+                else:
+                    cp = size  # beyond every table
+                    k = 4
+                if cp >= size or not stable_table[cp]:
+                    ok = False
+                cont += k - 1
+                i += k
+        stable[d] = ok
+        chars[d] = n - cont
+        o += n
+    offsets[starts.shape[0]] = o

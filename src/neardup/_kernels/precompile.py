@@ -77,8 +77,13 @@ _U64 = "Array(uint64, 1, 'C', False, aligned=True)"
 _U64_2 = "Array(uint64, 2, 'C', False, aligned=True)"
 _U32_2 = "Array(uint32, 2, 'C', False, aligned=True)"
 _B = "Array(bool, 1, 'C', False, aligned=True)"
+_BR = "Array(bool, 1, 'C', True, aligned=True)"
 
 READ_JSONL = (_k("jsonl", "scan", f"({_U8R}, {_U8R}, {_U8R}, {_U8})", 5.3),)
+PACKED_TEXTS = (_k("jsonl", "gather_spans", f"({_U8R}, {_I64}, {_I64}, {_BR}, {_U8}, {_I64}, {_B}, {_I64})", 0.5),)
+"""The MinHash plan's reading of scanned texts as spans (:class:`neardup.text.utf8.PackedTexts`)."""
+PACKED_KEYS = (_k("exact", "lowered_keys_kernel", f"({_U8R}, {_I64}, {_U64_2})", 0.6),)
+"""Its exact pre-pass keys of those spans, case folded as read."""
 EXACT_PREPASS = (
     _k("shingles", "lower_ascii_inplace", f"({_U8},)", 0.1),
     _k("exact", "keys_kernel", f"({_U8R}, {_I64}, {_U8}, bool, {_U64_2})", 1.5),
@@ -179,7 +184,11 @@ def plan_for(
     )
     if not (default_minhash or default_simhash):
         return ()
+    if default_minhash and scanned:
+        kernels += PACKED_TEXTS
     kernels += EXACT_PREPASS if config.exact_prepass else ()
+    if default_minhash and scanned and config.exact_prepass and config.shingling.casefold:
+        kernels += PACKED_KEYS
     chars = config.shingling.kind == "char"
     if default_minhash:
         kernels += MINHASH_CHARS if chars else MINHASH_WORDS

@@ -48,6 +48,9 @@ def text_lengths(texts: Sequence[str]) -> np.ndarray:
     >>> text_lengths(["ab", "", "xyz"]).tolist()
     [2, 0, 3]
     """
+    lengths = getattr(texts, "char_lengths", None)  # packed texts (neardup.text.utf8): not decoded
+    if lengths is not None:
+        return lengths()
     return np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
 
 

@@ -163,7 +163,9 @@ class Plan:
     sharded: Sharded | None = None
     utf8_texts: bool = False
     """Its scans take a :class:`~neardup.text.utf8.Utf8Text` for a text (a huge one, read as its
-    UTF-8 bytes: no ``str`` of it is ever made), not only ``str``."""
+    UTF-8 bytes: no ``str`` of it is ever made), not only ``str``, and batches whose texts are a
+    :class:`~neardup.text.utf8.TextRuns` of lists and :class:`~neardup.text.utf8.PackedTexts`
+    (the JSONL scanner's spans, never decoded unless indexed)."""
 
     @property
     def scans(self) -> int:

@@ -87,7 +87,9 @@ def _read_block(path: str, pol: Policy, keys, buffers: SimpleQueue, convert: boo
         buffer = buffers.get_nowait()
     except Empty:
         buffer = None
-    ids, texts, buffer = _parse_block(block, path, local, base, keys, buffer)
+    # the job's stages take UTF-8 (pol.utf8_texts): the texts stay the scanner's bytes, unless
+    # converted from HTML, which needs a str
+    ids, texts, buffer = _parse_block(block, path, local, base, keys, buffer, packed=pol.utf8_texts and not convert)
     if buffer is not None:
         buffers.put(buffer)
     if convert:

@@ -102,7 +102,9 @@ class Policy:
     """path -> (size, mtime, inode) of the files as a job's first pass opened them; None: no check."""
     utf8_texts: bool = False
     """A very long JSONL text field without escapes may be read as a
-    :class:`~neardup.text.utf8.Utf8Text` (its bytes, no ``str``): the job's stages take those."""
+    :class:`~neardup.text.utf8.Utf8Text` (its bytes, no ``str``), and the threaded reader hands
+    the texts of a block its kernel read whole as a :class:`~neardup.text.utf8.PackedTexts`:
+    the job's stages take those."""
 
     def opening(self, path: str) -> None:
         """Note a local input file about to be read: the first time, what it is; after that,

@@ -50,11 +50,12 @@ record batches of only the needed columns. Reading holds the texts of a few batc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
 from ..text.html import html_to_text
+from ..text.utf8 import TextRuns
 from .csv import scan_csv
 from .jsonl import scan_jsonl
 from .jsonl_threads import scan_jsonl_threaded
@@ -134,20 +135,44 @@ def _batches(
 ) -> Iterator[DocBatch]:
     start = 0
     ids: list[str] = []
-    texts: list[str] = []
+    runs: list = []  # the texts read and not yet batched, as the readers' chunks gave them
+    held = 0
     for path, fmt in sources:
         before = pol.stats.documents
         for chunk_ids, chunk_texts in _records(path, fmt, pol, batch_size, threads):
             pol.stats.documents += len(chunk_ids)
             ids += chunk_ids
-            texts += chunk_texts
-            while len(ids) >= batch_size:
-                yield DocBatch(start, ids[:batch_size], texts[:batch_size])
-                del ids[:batch_size], texts[:batch_size]
+            if len(chunk_texts):
+                runs.append(chunk_texts)
+                held += len(chunk_texts)
+            while held >= batch_size:
+                texts, runs = _take(runs, batch_size)
+                yield DocBatch(start, ids[:batch_size], texts)
+                del ids[:batch_size]
+                held -= batch_size
                 start += batch_size
         pol.stats.sources.append((path, fmt, pol.stats.documents - before))
     if ids:
-        yield DocBatch(start, ids, texts)
+        yield DocBatch(start, ids, _take(runs, held)[0])
+
+
+def _take(runs: list, n: int) -> tuple[Sequence, list]:
+    """The first ``n`` texts of ``runs`` (lists, or :class:`~neardup.text.utf8.PackedTexts` from
+    the threaded JSONL reader), and the runs left: a list when every run is one, else a
+    :class:`~neardup.text.utf8.TextRuns`."""
+    taken, left = [], list(runs)
+    while n:
+        run = left.pop(0)
+        if len(run) > n:
+            left.insert(0, run[n:])
+            run = run[:n]
+        taken.append(run)
+        n -= len(run)
+    if not taken:
+        return [], left
+    if all(type(run) is list for run in taken):
+        return (taken[0] if len(taken) == 1 else [t for run in taken for t in run]), left
+    return TextRuns(taken), left
 
 
 def _records(

@@ -28,12 +28,13 @@ from .._kernels.shingles import (
 from ..core.schemes import Record
 from ..core.validation import Boolean, Choice, Integer, check
 from .normalize import normalize
-from .utf8 import Utf8Text, as_str
+from .utf8 import PackedTexts, Utf8Text, as_str
 
 __all__ = [
     "MAX_SHINGLE_SIZE",
     "Shingling",
     "encode_for_sketch",
+    "encode_packed",
     "encode_segments",
     "encode_texts",
     "kind_code",
@@ -250,6 +251,42 @@ def encode_segments(
     if at < len(texts) or not out:
         out.append((at, *encode_for_sketch(texts[at:], shingling, writable=writable)))
     return out
+
+
+def encode_packed(texts: PackedTexts, shingling: Shingling) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_for_sketch` of packed texts, as ``(data, offsets)`` (read-only bytes;
+    ``offsets`` may not start at 0), without a ``str`` of any ASCII text.
+
+    A text's bytes are already what the sketch reads when it is stable
+    (:func:`~neardup.text.utf8.stable_table`: ASCII, or of characters that NFKC and case folding
+    keep; ASCII case is folded by the kernels), and any text's when neither NFKC nor case folding
+    is asked (``_encode_lean`` then encodes the text back to the same UTF-8). Without other texts
+    the packed buffer itself is returned; otherwise each of those is decoded and normalized by
+    :func:`_encode_lean`, and the runs of bytes between them are joined around the results.
+    """
+    data, offsets = texts.data, texts.offsets
+    if not (shingling.nfkc or shingling.casefold):
+        return data, offsets
+    others = np.flatnonzero(~texts.stable)
+    if not len(others):
+        return data, offsets
+    view = memoryview(data)
+    lengths = np.diff(offsets)
+    pieces: list = []
+    at = int(offsets[0])
+    for i in others.tolist():
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        if start > at:
+            pieces.append(view[at:start])
+        encoded = _encode_lean(str(view[start:end], "utf-8"), shingling.nfkc, shingling.casefold)
+        pieces.append(encoded)
+        lengths[i] = len(encoded)
+        at = end
+    if int(offsets[-1]) > at:
+        pieces.append(view[at : int(offsets[-1])])
+    packed = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=packed[1:])
+    return np.frombuffer(b"".join(pieces), dtype=np.uint8), packed
 
 
 def _normalized_windows(text: Utf8Text, nfkc: bool, casefold: bool, writable: bool) -> np.ndarray:

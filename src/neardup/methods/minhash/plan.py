@@ -30,7 +30,8 @@ from ..._kernels.shingles import lower_ascii_inplace, unique_rows
 from ...core.arrays import CsrParts, concat_consuming
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
-from ...text.shingles import encode_segments, kind_code, shingle_encoded
+from ...text.shingles import encode_packed, encode_segments, kind_code, shingle_encoded
+from ...text.utf8 import PackedTexts, TextRuns
 from ..exact.keys import keys_from_encoded
 from .candidates import Verifier, find_clusters, in_buckets, similarity_to, verify_pairs
 from .lsh import band_keys
@@ -85,27 +86,46 @@ def minhash_plan(config: MinHashConfig) -> Plan:
 def encode_batch(config: MinHashConfig, batch: DocBatch, keys_wanted: bool):
     """Prepare: the batch's texts normalized and packed as UTF-8 segments ``(first text, data,
     offsets)`` (:func:`~neardup.text.shingles.encode_segments`: a huge text read as its bytes is
-    a segment of its own, not copied), and (when wanted) the exact keys of the normalized bytes,
-    i.e. of :func:`~neardup.text.shingles.encode_texts`' bytes."""
+    a segment of its own, not copied; a run of texts the reader packed,
+    :class:`~neardup.text.utf8.PackedTexts`, is a segment of its bytes where they need no
+    normalization: :func:`~neardup.text.shingles.encode_packed`), and (when wanted) the exact
+    keys of the normalized bytes, i.e. of :func:`~neardup.text.shingles.encode_texts`' bytes."""
     shingling = config.shingling
-    segments = encode_segments(batch.texts, shingling, writable=keys_wanted and shingling.casefold)
+    texts = batch.texts
+    runs = texts.runs if type(texts) is TextRuns else (texts,)
+    segments = []
+    first = 0
+    for run in runs:
+        if type(run) is PackedTexts:
+            segments.append((first, *encode_packed(run, shingling)))
+        else:
+            writable = keys_wanted and shingling.casefold
+            segments += [
+                (first + at, data, offsets) for at, data, offsets in encode_segments(run, shingling, writable=writable)
+            ]
+        first += len(run)
     if not keys_wanted:
         return segments, None
-    keys = []
-    for _, data, offsets in segments:
-        if not shingling.casefold:
-            keys.append(keys_from_encoded(data, offsets, raw=True))
-        elif data.flags.writeable:
-            # the sketch kernels lower-case ASCII themselves, so lowering the bytes in place
-            # changes no shingle and spares a copy of the batch's text
-            lower_ascii_inplace(data)
-            data.flags.writeable = False  # the kernels are compiled for read-only bytes
-            keys.append(keys_from_encoded(data, offsets, raw=True))
-        else:  # a huge text's own bytes: hashed lower-cased as they are read
-            out = np.empty((len(offsets) - 1, 2), dtype=np.uint64)
-            lowered_keys_kernel(data, offsets, out)
-            keys.append(out)
+    keys = [_segment_keys(data, offsets, shingling.casefold) for _, data, offsets in segments]
     return segments, (keys[0] if len(keys) == 1 else np.concatenate(keys))
+
+
+def _segment_keys(data: np.ndarray, offsets: np.ndarray, casefold: bool) -> np.ndarray:
+    """The exact keys of one segment of :func:`encode_batch`: nd128 of its texts' bytes, ASCII
+    lower-cased when case is folded (the bytes that :func:`~neardup.text.shingles.encode_texts`
+    gives, which differ from these in ASCII case only)."""
+    if not casefold:
+        return keys_from_encoded(data, offsets, raw=True)
+    if data.flags.writeable:
+        # the sketch kernels lower-case ASCII themselves, so lowering the bytes in place
+        # changes no shingle and spares a copy of the batch's text
+        lower_ascii_inplace(data)
+        data.flags.writeable = False  # the kernels are compiled for read-only bytes
+        return keys_from_encoded(data, offsets, raw=True)
+    # a huge text's or the reader's packed bytes, not ours to write: hashed lower-cased as read
+    out = np.empty((len(offsets) - 1, 2), dtype=np.uint64)
+    lowered_keys_kernel(data, offsets, out)
+    return out
 
 
 def sketch_batch(config: MinHashConfig, prepared, chosen: np.ndarray | None) -> dict[str, np.ndarray]:
