@@ -147,10 +147,12 @@ def roots_from_forest(n: int, forest: tuple[np.ndarray, np.ndarray]) -> np.ndarr
 # groups of two or more (most band keys are alone, so few rows move), and verifies them there.
 
 
-def shard_entries(keys_fn, config: Any, shard: dict[str, Any], buckets: int) -> list[dict[str, np.ndarray]]:
+def shard_entries(
+    keys_fn, config: Any, shard: dict[str, Any], buckets: int, documents: int
+) -> list[dict[str, np.ndarray]]:
     """A shard's (table, key, document) entries split into ``buckets`` (see :func:`bucket_entries`),
-    with document numbers of the whole job."""
-    keys, member = keys_fn(config, shard["rows"])
+    with document numbers of the whole job (of ``documents``)."""
+    keys, member = keys_fn(config, shard["rows"], documents)
     return bucket_entries(keys, member, buckets, shard["start"])
 
 
@@ -180,10 +182,12 @@ def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, di
     return docs, {name: column[docs - start] for name, column in shard["rows"].items()}
 
 
-def shards_entries(keys_fn, config: Any, buckets: int, *shards: dict[str, Any]) -> list[dict[str, np.ndarray]]:
+def shards_entries(
+    keys_fn, config: Any, buckets: int, documents: int, *shards: dict[str, Any]
+) -> list[dict[str, np.ndarray]]:
     """:func:`shard_entries` of several shards (those one worker holds), each bucket's pieces
     joined (the buckets' groups do not depend on the order of their entries)."""
-    parts = [shard_entries(keys_fn, config, shard, buckets) for shard in shards]
+    parts = [shard_entries(keys_fn, config, shard, buckets, documents) for shard in shards]
     if len(parts) == 1:
         return parts[0]
     return [
