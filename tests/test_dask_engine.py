@@ -392,3 +392,28 @@ def test_partitions_without_documents(tmp_path, dask_client):
     assert got.ids == local.ids and got.read_stats == local.read_stats and got.read_stats.skipped == 2
     for name in ("root", "kept", "similarity"):
         assert np.array_equal(getattr(got, name), getattr(local, name)), name
+
+
+@pytest.mark.parametrize("want_pairs", [True, False])
+def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
+    """No documents, one, two empty ones: the sharded path gives the local engine's (empty)
+    answer, pairs included when asked for."""
+    from neardup.engine.dask_engine import DaskEngine
+    from neardup.methods.exact.config import ExactConfig
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+
+    configs = [ExactConfig(), IMatchConfig(), SimHashConfig(weighting="idf"), MinHashConfig()]
+    for texts in ([], ["one"], ["", ""]):
+        ids = [str(i) for i in range(len(texts))]
+        for config in configs:
+            local = LocalEngine(1).run(config.plan(), InMemorySource(texts, ids), want_pairs=want_pairs)
+            got = DaskEngine(dask_client, partitions=2).run(
+                config.plan(), InMemorySource(texts, ids), want_pairs=want_pairs
+            )
+            for name in ("root", "kept", "similarity", "empty"):
+                assert np.array_equal(getattr(got, name), getattr(local, name)), name
+            if want_pairs:
+                assert all(len(x) == 0 for x in got.pairs)
+            else:
+                assert got.pairs is None

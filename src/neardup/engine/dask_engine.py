@@ -224,6 +224,14 @@ def _rescan_shard(
     return _shard(stage, config, _rescan(stage, config, inputs, part, expected, chosen, sub_start), sub_start, columns)
 
 
+def _no_components(want_pairs: bool) -> dict[str, Any]:
+    """What the candidate stage gives for a job without documents."""
+    out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
+    if want_pairs:
+        out["pairs"] = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+    return out
+
+
 def _last_scan(plan: Plan) -> int:
     """The position of the plan's last scan among its stages."""
     scans = [k for k, stage in enumerate(plan.stages) if isinstance(stage, Scan)]
@@ -675,7 +683,7 @@ class DaskEngine(LocalEngine):
                 retries=retries,
                 priority=4 * buckets,
             )
-            for b in range(buckets)
+            for b in range(buckets if job.shards else 0)  # a job without documents has no buckets
         ]
         del entries  # each worker's entries are released once every bucket has its piece
         taken = [
@@ -690,7 +698,7 @@ class DaskEngine(LocalEngine):
             for b, (g, t) in enumerate(zip(grouped, taken))
         ]
         del grouped, taken  # rows are released as their bucket is verified
-        out = self._components(n, results, want_pairs) if job.shards else {"root": np.arange(0), "groups": 0}
+        out = self._components(n, results, want_pairs) if job.shards else _no_components(want_pairs)
         found = client.gather(empty)
         per_shard = [None] * len(job.shards)
         for group, arrays in zip(groups, found):
