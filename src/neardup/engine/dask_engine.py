@@ -14,11 +14,13 @@ state on the workers of a ``dask.distributed`` cluster.
   on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
   reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
 - **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
-  signature verification). Each partition's scan result is reduced where it was made into a
-  *shard*; the shards compute their own group-by keys and shuffle them, a bucket takes the rows
-  of only the documents of its groups of two or more from their shards, and the similarity of
-  each document to its kept one is computed on rows taken the same way. What comes here: ids,
-  lengths, exact keys, empty flags, roots, similarities, pairs when asked for, and counts.
+  signature verification, SimHash, exact, I-Match). The stages before the plan's last scan run
+  as below (an IDF table or a lexicon made here and broadcast); each partition's result of the
+  last scan is reduced where it was made into a *shard*; the shards compute their own group-by
+  keys and shuffle them, a bucket takes the rows of only the documents of its groups of two or
+  more from their shards, and the similarity of each document to its kept one is computed on
+  rows taken the same way. What comes here: ids, lengths, exact keys, the earlier scans' parts,
+  empty flags, roots, similarities, pairs when asked for, and counts.
 - **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
   IDF tables, SpotSigs' all-pairs) run here, and the candidate stage
   (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
