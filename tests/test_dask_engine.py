@@ -273,6 +273,7 @@ def _state_configs():
     from neardup.methods.exact.config import ExactConfig
     from neardup.methods.imatch.config import IMatchConfig
     from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
 
     return [
         (MinHashConfig(threshold=0.6), 128 * 4 + 8),
@@ -282,13 +283,25 @@ def _state_configs():
         (SimHashConfig(bits=128, max_distance=12), 16 + 8),
         (ExactConfig(), 16),
         (IMatchConfig(lexicons=3, min_terms=3), 3 * 16 + 3),
+        (SpotSigsConfig(threshold=0.5), 8 + 8),  # offsets and lengths, at least
+        (SpotSigsConfig(threshold=0.5, idf_band=(0.0, 0.9)), 8 + 8),
     ]
 
 
 @pytest.mark.parametrize(
     "config, row_bytes",
     _state_configs(),
-    ids=["minhash", "minhash-oph", "simhash", "simhash-idf", "simhash-128", "exact", "imatch"],
+    ids=[
+        "minhash",
+        "minhash-oph",
+        "simhash",
+        "simhash-idf",
+        "simhash-128",
+        "exact",
+        "imatch",
+        "spotsigs",
+        "spotsigs-idf",
+    ],
 )
 def test_the_last_scans_state_never_comes_to_the_driver(tmp_path, dask_client, config, row_bytes):
     """With the state on the workers, the driver gets ids, lengths, exact keys, flags, roots,
@@ -299,7 +312,12 @@ def test_the_last_scans_state_never_comes_to_the_driver(tmp_path, dask_client, c
     from neardup.engine.dask_engine import DaskEngine
 
     path = tmp_path / "in.jsonl"
-    _jsonl_corpus(path, 400, seed=8)
+    if config.name == "spotsigs":  # spot signatures start at stopwords ("the", "a", ...)
+        data = make_corpus(n=400, seed=8)
+        texts = [" ".join(f"{'the a is of'.split()[k % 4]} {w}" for k, w in enumerate(t.split())) for t in data.texts]
+        path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    else:
+        _jsonl_corpus(path, 400, seed=8)
     local = neardup.dedup([str(path)], config, workers=1, want_pairs=True)
     n = len(local.ids) - local.counters.get("exact_duplicates", 0)
     assert local.pairs[0].size > 0, "the corpus must give the method something to find"
@@ -402,8 +420,9 @@ def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
     from neardup.methods.exact.config import ExactConfig
     from neardup.methods.imatch.config import IMatchConfig
     from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
 
-    configs = [ExactConfig(), IMatchConfig(), SimHashConfig(weighting="idf"), MinHashConfig()]
+    configs = [ExactConfig(), IMatchConfig(), SimHashConfig(weighting="idf"), MinHashConfig(), SpotSigsConfig()]
     for texts in ([], ["one"], ["", ""]):
         ids = [str(i) for i in range(len(texts))]
         for config in configs:

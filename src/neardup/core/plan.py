@@ -122,7 +122,9 @@ class Sharded:
     read the documents, and no process holds every document's state).
 
     A shard is the last scan's reducer result for a stretch of consecutive documents, of which
-    the engine keeps ``columns`` (row-aligned arrays, ``rows`` below). The stages before the
+    the engine keeps ``columns`` (``rows`` below): row-aligned arrays, or objects of rows with
+    ``len``, ``take(positions)``, a class method ``concat(pieces)`` and ``nbytes`` (CSR lists,
+    such as SpotSigs' signatures). The stages before the
     last scan (a scan of document frequencies and the table made of it, say) run as they do
     without a sharded form, and their results are the last scan's inputs. The functions must
     give what the plan's stages after the last scan give (the contract tests check it):

@@ -14,15 +14,15 @@ state on the workers of a ``dask.distributed`` cluster.
   on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
   reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
 - **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
-  signature verification, SimHash, exact, I-Match). The stages before the plan's last scan run
-  as below (an IDF table or a lexicon made here and broadcast); each partition's result of the
+  signature verification, SimHash, exact, I-Match, SpotSigs). The stages before the plan's last
+  scan run as below (an IDF table or a lexicon made here and broadcast); each partition's result of the
   last scan is reduced where it was made into a *shard*; the shards compute their own group-by
   keys and shuffle them, a bucket takes the rows of only the documents of its groups of two or
   more from their shards, and the similarity of each document to its kept one is computed on
   rows taken the same way. What comes here: ids, lengths, exact keys, the earlier scans' parts,
   empty flags, roots, similarities, pairs when asked for, and counts.
 - **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
-  IDF tables, SpotSigs' all-pairs) run here, and the candidate stage
+  IDF tables, edit verification) run here, and the candidate stage
   (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
@@ -93,8 +93,8 @@ def _reads_on_workers(source: Any) -> bool:
 
 def _nbytes(obj: Any) -> int:
     """Payload bytes of a task's argument or result: array bytes plus text characters."""
-    if isinstance(obj, np.ndarray):
-        return obj.nbytes
+    if isinstance(obj, np.ndarray) or hasattr(obj, "nbytes"):  # arrays, CSR rows
+        return int(obj.nbytes)
     if isinstance(obj, DocBatch):
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
     if isinstance(obj, str):
@@ -417,9 +417,7 @@ class DaskEngine(LocalEngine):
         for, and counts."""
         config = plan.config
         last = _last_scan(plan)
-        scan, group = plan.stages[last], plan.stages[-1]
-        if not isinstance(group, GroupBy):
-            raise RuntimeError(f"the {config.name} plan's sharded form needs a last group-by")
+        scan, group = plan.stages[last], plan.stages[-1]  # the sharded form stands for the stages after scan
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}

@@ -179,7 +179,18 @@ def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, di
     start = shard["start"]
     lo, hi = np.searchsorted(wanted, [start, start + shard["n"]])
     docs = np.asarray(wanted[lo:hi], dtype=np.int64)
-    return docs, {name: column[docs - start] for name, column in shard["rows"].items()}
+    return docs, {name: _take(column, docs - start) for name, column in shard["rows"].items()}
+
+
+def _take(column, rows: np.ndarray):
+    """Rows of a column: an array, or an object of rows with ``take(rows)`` and a ``concat``
+    class method (CSR rows, such as SpotSigs' signature lists)."""
+    return column[rows] if isinstance(column, np.ndarray) else column.take(rows)
+
+
+def _concat(columns: list):
+    """Pieces of a column (:func:`_take`'s), one after the other."""
+    return np.concatenate(columns) if isinstance(columns[0], np.ndarray) else type(columns[0]).concat(columns)
 
 
 def shards_entries(
@@ -209,7 +220,7 @@ def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """Rows taken from shards (disjoint documents): their documents and rows, joined, and the
     order that sorts the documents (the pieces may come from shards in any order)."""
     docs = np.concatenate([t[0] for t in taken])
-    rows = {name: np.concatenate([t[1][name] for t in taken]) for name in taken[0][1]}
+    rows = {name: _concat([t[1][name] for t in taken]) for name in taken[0][1]}
     return docs, rows, np.argsort(docs, kind="stable")
 
 
