@@ -102,9 +102,15 @@ class _KillOnce:
             os.kill(self.killed, signal.SIGKILL)
 
 
+def _with_stopwords(texts: list[str]) -> list[str]:
+    """The texts with a stopword before every word: spot signatures start at stopwords."""
+    return [" ".join(f"{'the a is of'.split()[k % 4]} {w}" for k, w in enumerate(t.split())) for t in texts]
+
+
 def _kill_configs():
     from neardup.methods.imatch.config import IMatchConfig
     from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
 
     return {
         "minhash": (MinHashConfig(threshold=0.6), 5),
@@ -112,21 +118,24 @@ def _kill_configs():
         # killed in the second scan, after shards of it were made: they are made again from
         # their batch and the broadcast lexicon
         "imatch": (IMatchConfig(lexicons=3, min_terms=3), 60 + 8),
+        "spotsigs": (SpotSigsConfig(threshold=0.5), 5),
     }
 
 
-@pytest.mark.parametrize("method", ["minhash", "simhash", "imatch"])
+@pytest.mark.parametrize("method", ["minhash", "simhash", "imatch", "spotsigs"])
 def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
     """Every one keeps its last scan's state on the workers (a killed worker's shards are
     recomputed from their lineage); I-Match's worker dies while its shards are being made."""
     from neardup.engine.dask_engine import DaskEngine
 
     data = make_corpus(n=600, seed=11)
+    texts = _with_stopwords(data.texts) if method == "spotsigs" else data.texts
     config, at = _kill_configs()[method]
-    expected = LocalEngine(1).run(config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True)
+    expected = LocalEngine(1).run(config.plan(), InMemorySource(texts, data.ids, batch_size=10), want_pairs=True)
+    assert len(expected.pairs[0]) > 0
     killer = _KillOnce(dask_client, at)
     got = DaskEngine(dask_client, partitions=4).run(
-        config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True, progress=killer
+        config.plan(), InMemorySource(texts, data.ids, batch_size=10), want_pairs=True, progress=killer
     )
     assert killer.killed is not None
     dask_client.wait_for_workers(2, timeout=60)
@@ -313,8 +322,7 @@ def test_the_last_scans_state_never_comes_to_the_driver(tmp_path, dask_client, c
 
     path = tmp_path / "in.jsonl"
     if config.name == "spotsigs":  # spot signatures start at stopwords ("the", "a", ...)
-        data = make_corpus(n=400, seed=8)
-        texts = [" ".join(f"{'the a is of'.split()[k % 4]} {w}" for k, w in enumerate(t.split())) for t in data.texts]
+        texts = _with_stopwords(make_corpus(n=400, seed=8).texts)
         path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     else:
         _jsonl_corpus(path, 400, seed=8)
