@@ -82,10 +82,12 @@ def test_forest_merge_equals_components_of_all_pairs():
 
 
 class _KillOnce:
-    """A progress that kills one worker process (SIGKILL) when the 5th batch of the scan is done."""
+    """A progress that kills one worker process (SIGKILL) when the ``at``-th batch of the job's
+    scans (counted over all of them) is done."""
 
-    def __init__(self, client) -> None:
+    def __init__(self, client, at: int = 5) -> None:
         self.client = client
+        self.at = at
         self.batches = 0
         self.killed: int | None = None
 
@@ -94,34 +96,57 @@ class _KillOnce:
 
     def advance(self, n: int) -> None:
         self.batches += 1
-        if self.batches == 5:
+        if self.batches == self.at:
             pids = self.client.run(os.getpid)
             self.killed = sorted(pids.values())[0]
             os.kill(self.killed, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("method", ["minhash", "simhash"])
-def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
-    """MinHash keeps its signatures on the workers (the killed worker's shards are recomputed
-    from their lineage); SimHash sends its fingerprints back to the driver."""
-    from neardup.engine.dask_engine import DaskEngine
+def _with_stopwords(texts: list[str]) -> list[str]:
+    """The texts with a stopword before every word: spot signatures start at stopwords."""
+    return [" ".join(f"{'the a is of'.split()[k % 4]} {w}" for k, w in enumerate(t.split())) for t in texts]
+
+
+def _kill_configs():
+    from neardup.methods.imatch.config import IMatchConfig
     from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    return {
+        "minhash": (MinHashConfig(threshold=0.6), 5),
+        "simhash": (SimHashConfig(max_distance=6), 5),
+        # killed in the second scan, after shards of it were made: they are made again from
+        # their batch and the broadcast lexicon
+        "imatch": (IMatchConfig(lexicons=3, min_terms=3), 60 + 8),
+        "spotsigs": (SpotSigsConfig(threshold=0.5), 5),
+    }
+
+
+@pytest.mark.parametrize("method", ["minhash", "simhash", "imatch", "spotsigs"])
+def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
+    """Every one keeps its last scan's state on the workers (a killed worker's shards are
+    recomputed from their lineage); I-Match's worker dies while its shards are being made."""
+    from neardup.engine.dask_engine import DaskEngine
 
     data = make_corpus(n=600, seed=11)
-    config = MinHashConfig(threshold=0.6) if method == "minhash" else SimHashConfig(max_distance=6)
-    expected = LocalEngine(1).run(config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True)
-    killer = _KillOnce(dask_client)
+    texts = _with_stopwords(data.texts) if method == "spotsigs" else data.texts
+    config, at = _kill_configs()[method]
+    expected = LocalEngine(1).run(config.plan(), InMemorySource(texts, data.ids, batch_size=10), want_pairs=True)
+    assert len(expected.pairs[0]) > 0
+    killer = _KillOnce(dask_client, at)
     got = DaskEngine(dask_client, partitions=4).run(
-        config.plan(), InMemorySource(data.texts, data.ids, batch_size=10), want_pairs=True, progress=killer
+        config.plan(), InMemorySource(texts, data.ids, batch_size=10), want_pairs=True, progress=killer
     )
     assert killer.killed is not None
     dask_client.wait_for_workers(2, timeout=60)
     assert killer.killed not in dask_client.run(os.getpid).values(), "the killed worker is gone"
     assert np.array_equal(got.root, expected.root)
     assert np.array_equal(got.kept, expected.kept)
+    assert np.array_equal(got.similarity, expected.similarity)
     for x, y in zip(got.pairs, expected.pairs):
         assert np.array_equal(x, y)
     assert got.counters["dask_shuffle_bytes"] > 0
+    assert got.counters["dask_rows_moved_bytes"] > 0, "the sharded path ran"
 
 
 def test_cli_engine_dask_writes_what_the_local_engine_writes(tmp_path):
@@ -251,28 +276,100 @@ def test_a_bad_line_in_a_later_range_names_its_file_and_line(tmp_path, dask_clie
     assert got.ids == local.ids and np.array_equal(got.kept, local.kept)
 
 
-def test_minhash_signatures_never_come_to_the_driver(tmp_path, dask_client):
-    """With the state on the workers, the driver gets ids, lengths, exact keys, flags, roots and
-    similarities: a few bytes a document, not the 512-byte signature; without it, the signatures."""
+def _state_configs():
+    """Configs with a sharded form, and the bytes a document of their last scan's state takes
+    at least when it comes to the driver."""
+    from neardup.methods.exact.config import ExactConfig
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    return [
+        (MinHashConfig(threshold=0.6), 128 * 4 + 8),
+        (MinHashConfig(threshold=0.6, sketch="oph", num_perm=64), 64 * 4 + 8),
+        (SimHashConfig(max_distance=6), 8 + 8),
+        (SimHashConfig(weighting="idf", max_distance=10), 8 + 8),
+        (SimHashConfig(bits=128, max_distance=12), 16 + 8),
+        (ExactConfig(), 16),
+        (IMatchConfig(lexicons=3, min_terms=3), 3 * 16 + 3),
+        (SpotSigsConfig(threshold=0.5), 8 + 8),  # offsets and lengths, at least
+        (SpotSigsConfig(threshold=0.5, idf_band=(0.0, 0.9)), 8 + 8),
+    ]
+
+
+@pytest.mark.parametrize(
+    "config, row_bytes",
+    _state_configs(),
+    ids=[
+        "minhash",
+        "minhash-oph",
+        "simhash",
+        "simhash-idf",
+        "simhash-128",
+        "exact",
+        "imatch",
+        "spotsigs",
+        "spotsigs-idf",
+    ],
+)
+def test_the_last_scans_state_never_comes_to_the_driver(tmp_path, dask_client, config, row_bytes):
+    """With the state on the workers, the driver gets ids, lengths, exact keys, flags, roots,
+    similarities and the earlier scans' parts (document frequencies): not the last scan's rows
+    (signatures, fingerprints, keys); without it, those rows too. The answers, with and without
+    pairs, are the local engine's either way."""
     import neardup
     from neardup.engine.dask_engine import DaskEngine
 
     path = tmp_path / "in.jsonl"
-    _jsonl_corpus(path, 400, seed=8)
-    config = MinHashConfig(threshold=0.6)
+    if config.name == "spotsigs":  # spot signatures start at stopwords ("the", "a", ...)
+        texts = _with_stopwords(make_corpus(n=400, seed=8).texts)
+        path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    else:
+        _jsonl_corpus(path, 400, seed=8)
     local = neardup.dedup([str(path)], config, workers=1, want_pairs=True)
-    n, id_chars = len(local.ids), sum(map(len, local.ids))
+    n = len(local.ids) - local.counters.get("exact_duplicates", 0)
+    assert local.pairs[0].size > 0, "the corpus must give the method something to find"
     moved = {}
-    for worker_state in (True, False):
+    for worker_state, want_pairs in itertools.product((True, False), (True, False)):
         engine = DaskEngine(dask_client, partitions=4, worker_state=worker_state)
-        got = neardup.dedup([str(path)], config, engine=engine, want_pairs=True)
+        got = neardup.dedup([str(path)], config, engine=engine, want_pairs=want_pairs)
         for name in ("root", "kept", "similarity", "empty"):
             assert np.array_equal(getattr(got.job, name), getattr(local.job, name)), name
-        for x, y in zip(got.pairs, local.pairs):
-            assert np.array_equal(x, y)
-        moved[worker_state] = engine.scan_bytes["from workers"]
-    assert moved[True] <= id_chars + 8 * n + 16 * n
-    assert moved[False] >= id_chars + 128 * 4 * (n - local.counters["exact_duplicates"])
+        if want_pairs:
+            for x, y in zip(got.pairs, local.pairs):
+                assert np.array_equal(x, y)
+        else:
+            assert got.pairs is None
+        assert ("dask_rows_moved_bytes" in got.counters) == worker_state
+        moved[worker_state, want_pairs] = engine.scan_bytes["from workers"]
+    for want_pairs in (True, False):
+        assert moved[False, want_pairs] - moved[True, want_pairs] >= row_bytes * n
+
+
+def test_a_later_sharded_scan_after_the_prepass(dask_client):
+    """A plan whose sharded scan is not its first, with the exact pre-pass: the shards hold the
+    representatives, numbered among themselves, as the local engine's later scans see them."""
+    from dataclasses import replace
+
+    from neardup.core.plan import Prepass
+    from neardup.engine.dask_engine import DaskEngine
+    from neardup.methods.simhash.config import SimHashConfig
+
+    data = make_corpus(n=300, seed=12, copy_rate=0.4)
+    texts = data.texts + [t.upper() for t in data.texts[:40]]  # exact duplicates after casefolding
+    ids = [f"d{i}" for i in range(len(texts))]
+    plan = replace(SimHashConfig(weighting="idf", max_distance=10).plan(), prepass=Prepass())
+    for want_pairs in (True, False):
+        local = LocalEngine(1).run(plan, InMemorySource(texts, ids, batch_size=16), want_pairs=want_pairs)
+        got = DaskEngine(dask_client, partitions=3).run(
+            plan, InMemorySource(texts, ids, batch_size=16), want_pairs=want_pairs
+        )
+        assert got.counters["exact_duplicates"] == local.counters["exact_duplicates"] >= 40
+        for name in ("root", "kept", "similarity", "empty"):
+            assert np.array_equal(getattr(got, name), getattr(local, name)), name
+        if want_pairs:
+            for x, y in zip(got.pairs, local.pairs):
+                assert np.array_equal(x, y)
 
 
 def test_a_worker_killed_while_reading_its_byte_ranges(tmp_path, dask_client):
@@ -321,3 +418,29 @@ def test_partitions_without_documents(tmp_path, dask_client):
     assert got.ids == local.ids and got.read_stats == local.read_stats and got.read_stats.skipped == 2
     for name in ("root", "kept", "similarity"):
         assert np.array_equal(getattr(got, name), getattr(local, name)), name
+
+
+@pytest.mark.parametrize("want_pairs", [True, False])
+def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
+    """No documents, one, two empty ones: the sharded path gives the local engine's (empty)
+    answer, pairs included when asked for."""
+    from neardup.engine.dask_engine import DaskEngine
+    from neardup.methods.exact.config import ExactConfig
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    configs = [ExactConfig(), IMatchConfig(), SimHashConfig(weighting="idf"), MinHashConfig(), SpotSigsConfig()]
+    for texts in ([], ["one"], ["", ""]):
+        ids = [str(i) for i in range(len(texts))]
+        for config in configs:
+            local = LocalEngine(1).run(config.plan(), InMemorySource(texts, ids), want_pairs=want_pairs)
+            got = DaskEngine(dask_client, partitions=2).run(
+                config.plan(), InMemorySource(texts, ids), want_pairs=want_pairs
+            )
+            for name in ("root", "kept", "similarity", "empty"):
+                assert np.array_equal(getattr(got, name), getattr(local, name)), name
+            if want_pairs:
+                assert all(len(x) == 0 for x in got.pairs)
+            else:
+                assert got.pairs is None

@@ -403,6 +403,40 @@ def test_all_pairs_equals_bruteforce(planted, tau):
         assert np.all(r.a < r.b) and r.counters.pairs == len(brute.a)
 
 
+@pytest.mark.parametrize("tau", [0.3, 0.6, 0.85, 1.0])
+def test_sharded_groups_of_neighbouring_partitions_find_every_pair_once(planted, tau):
+    """The sharded form's group-by (two tables of neighbouring length partitions, each group's
+    all-pairs probing its lower partition): every pair of the whole search with its similarity,
+    and each once unless both groups that hold its partition hold it alone."""
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+    from neardup.methods.spotsigs.plan import shard_keys, shard_verify
+
+    config = SpotSigsConfig(threshold=tau)
+    rows = {"signatures": planted, "signature_lengths": planted.lengths}
+    keys, member = shard_keys(config, rows, len(planted))
+    members, bounds = [], [0]
+    for t in range(keys.shape[1]):
+        for key in np.unique(keys[member[:, t], t]):
+            group = np.flatnonzero(member[:, t] & (keys[:, t] == key))
+            if len(group) >= 2:
+                members.append(group)
+                bounds.append(bounds[-1] + len(group))
+    a, b, sim = shard_verify(config, np.concatenate(members), np.array(bounds), rows)
+    assert len(bounds) > 4, "several groups"
+    order = np.lexsort((b, a))
+    a, b, sim = a[order], b[order], sim[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    expected = all_pairs(planted, tau)
+    assert np.array_equal(a[first], expected.a) and np.array_equal(b[first], expected.b)
+    assert np.array_equal(sim[first], expected.similarity)
+    # found twice: only pairs inside one partition, from the two groups that hold it alone
+    again = ~first
+    assert np.array_equal(a[again], a[np.flatnonzero(again) - 1]) and not (again[1:] & again[:-1]).any()
+    part = np.searchsorted(partition_bounds(tau, int(planted.lengths.max())), planted.lengths, side="right") - 1
+    assert np.array_equal(part[a[again]], part[b[again]])
+
+
 def test_bruteforce_agrees_with_python_weighted_jaccard(planted):
     docs = [planted.doc(i) for i in range(120)]
     small = SpotSignatures.from_multisets(docs)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .intrinsics import copy_into
 from .runs import equal_range
+from .unionfind import find, union
 
 _M1 = np.uint64(0x5555555555555555)
 
@@ -220,6 +221,66 @@ def brute(words, k):
                 pd[q] = d
                 q += 1
     return pa[:q], pb[:q], pd[:q]
+
+
+# ---------------------------------------------------------------------------------------------
+# groups of candidates (an engine's shuffle bucket: groups of rows sharing a table key)
+@nb.njit(cache=True, nogil=True)
+def within_groups(members, bounds, words, kmax):
+    """The pairs (a < b) of rows of every group ``members[bounds[g]:bounds[g + 1]]`` within ``kmax``
+    bits, with their distances; a pair in several groups is listed each time."""
+    pa = np.empty(64, dtype=np.int64)
+    pb = np.empty(64, dtype=np.int64)
+    pd = np.empty(64, dtype=np.int32)
+    q = 0
+    for g in range(bounds.shape[0] - 1):
+        for x in range(bounds[g], bounds[g + 1]):
+            i = members[x]
+            for y in range(x + 1, bounds[g + 1]):
+                j = members[y]
+                d = _distance(words, i, j)
+                if d <= kmax:
+                    if q == pa.shape[0]:
+                        pa = _grow(pa, q + 1)
+                        pb = _grow(pb, q + 1)
+                        pd = _grow(pd, q + 1)
+                    pa[q] = min(i, j)
+                    pb[q] = max(i, j)
+                    pd[q] = d
+                    q += 1
+    return pa[:q], pb[:q], pd[:q]
+
+
+@nb.njit(cache=True, nogil=True)
+def connect_within_groups(members, bounds, words, kmax):
+    """Edges (a < b) spanning the components of :func:`within_groups`' pairs: a member is compared
+    only with the earlier members of its group not yet in its component (a union-find of the
+    rows), and each row joined to another gives one edge, to its root."""
+    size = 0
+    for x in range(members.shape[0]):
+        size = max(size, members[x] + 1)
+    parent = np.arange(size)
+    for g in range(bounds.shape[0] - 1):
+        for y in range(bounds[g] + 1, bounds[g + 1]):
+            j = members[y]
+            for x in range(bounds[g], y):
+                i = members[x]
+                if find(parent, i) != find(parent, j) and _distance(words, i, j) <= kmax:
+                    union(parent, i, j)
+    q = 0
+    for x in range(size):
+        if find(parent, x) != x:
+            q += 1
+    pa = np.empty(q, dtype=np.int64)
+    pb = np.empty(q, dtype=np.int64)
+    q = 0
+    for x in range(size):
+        r = find(parent, x)
+        if r != x:
+            pa[q] = min(x, r)
+            pb[q] = max(x, r)
+            q += 1
+    return pa, pb
 
 
 # ---------------------------------------------------------------------------------------------

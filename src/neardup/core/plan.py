@@ -117,16 +117,22 @@ class Prepass:
 
 @dataclass(frozen=True)
 class Sharded:
-    """The plan's work after its first scan, on *shards* of per-document state, so that an engine
+    """The plan's work after its last scan, on *shards* of per-document state, so that an engine
     can leave each shard where it was computed (the Dask engine keeps it on the worker that
     read the documents, and no process holds every document's state).
 
-    A shard is the first scan's reducer result for a stretch of consecutive documents, of which
-    the engine keeps ``columns`` (row-aligned arrays, ``rows`` below). The functions must give
-    what the plan's later stages give (the contract tests check it):
+    A shard is the last scan's reducer result for a stretch of consecutive documents, of which
+    the engine keeps ``columns`` (``rows`` below): row-aligned arrays, or objects of rows with
+    ``len``, ``take(positions)``, a class method ``concat(pieces)`` and ``nbytes`` (CSR lists,
+    such as SpotSigs' signatures). The stages before the
+    last scan (a scan of document frequencies and the table made of it, say) run as they do
+    without a sharded form, and their results are the last scan's inputs. The functions must
+    give what the plan's stages after the last scan give (the contract tests check it):
 
-    - ``keys(config, rows) -> (keys, member)``: the candidate stage's group-by keys of the shard's
-      documents (as :class:`GroupBy` ``keys``, on the shard's rows);
+    - ``keys(config, rows, documents) -> (keys, member)``: the candidate stage's group-by keys of
+      the shard's documents (as :class:`GroupBy` ``keys``, on the shard's rows); ``documents`` is
+      the number of documents of every shard, for a method whose choice of tables depends on it
+      (the pairs found must not);
     - ``verify(config, members, bounds, rows) -> (a, b, similarity)``: the near-duplicate pairs
       of every group ``members[bounds[g]:bounds[g + 1]]`` (as :class:`GroupBy` ``verify`` of
       each; a pair may be listed more than once), ``members`` and the pairs being row positions
@@ -152,7 +158,7 @@ class Sharded:
 class Plan:
     """A method's batch job (see the module docs).
 
-    ``sharded`` (optional): the stages after the first scan as functions of shards of
+    ``sharded`` (optional): the stages after the last scan as functions of shards of
     per-document state (:class:`Sharded`), for engines that keep that state where it was made.
     """
 

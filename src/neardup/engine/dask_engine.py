@@ -14,13 +14,15 @@ state on the workers of a ``dask.distributed`` cluster.
   on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
   reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
 - **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
-  signature verification). Each partition's scan result is reduced where it was made into a
-  *shard*; the shards compute their own group-by keys and shuffle them, a bucket takes the rows
-  of only the documents of its groups of two or more from their shards, and the similarity of
-  each document to its kept one is computed on rows taken the same way. What comes here: ids,
-  lengths, exact keys, empty flags, roots, similarities, pairs when asked for, and counts.
+  signature verification, SimHash, exact, I-Match, SpotSigs). The stages before the plan's last
+  scan run as below (an IDF table or a lexicon made here and broadcast); each partition's result of the
+  last scan is reduced where it was made into a *shard*; the shards compute their own group-by
+  keys and shuffle them, a bucket takes the rows of only the documents of its groups of two or
+  more from their shards, and the similarity of each document to its kept one is computed on
+  rows taken the same way. What comes here: ids, lengths, exact keys, the earlier scans' parts,
+  empty flags, roots, similarities, pairs when asked for, and counts.
 - **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
-  IDF tables, SpotSigs' all-pairs) run here, and the candidate stage
+  IDF tables, edit verification) run here, and the candidate stage
   (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
@@ -91,8 +93,8 @@ def _reads_on_workers(source: Any) -> bool:
 
 def _nbytes(obj: Any) -> int:
     """Payload bytes of a task's argument or result: array bytes plus text characters."""
-    if isinstance(obj, np.ndarray):
-        return obj.nbytes
+    if isinstance(obj, np.ndarray) or hasattr(obj, "nbytes"):  # arrays, CSR rows
+        return int(obj.nbytes)
     if isinstance(obj, DocBatch):
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
     if isinstance(obj, str):
@@ -162,14 +164,21 @@ def _finish_shard(
 ) -> dict[str, Any]:
     """First scan, phase 2, state kept on the worker: the partition's parts reduced there into a
     shard (:mod:`neardup.engine.dask_groupby`) of the columns the plan's ``Sharded`` reads."""
+    parts = _finish_first(stage, config, inputs, held, chosen, doc_start, sub_start)
+    return _shard(stage, config, parts, sub_start, columns)
+
+
+def _shard(stage: Scan, config: Any, parts: list[Any], start: int, columns: tuple) -> dict[str, Any]:
+    """A shard (:mod:`neardup.engine.dask_groupby`): the parts of a partition's documents,
+    numbered from ``start``, reduced here, and the ``columns`` kept of the result."""
     reducer = stage.reduce(config)
-    for part in _finish_first(stage, config, inputs, held, chosen, doc_start, sub_start):
+    for part in parts:
         if part is not None:
             reducer.add(part)
     out = reducer.result()
     rows = {name: out[name] for name in columns}
     n = len(next(iter(rows.values()))) if rows else 0
-    return {"start": sub_start, "n": n, "rows": rows, "counters": out.get("counters")}
+    return {"start": start, "n": n, "rows": rows, "counters": out.get("counters")}
 
 
 def _shard_counters(shard: dict[str, Any]) -> dict[str, float] | None:
@@ -201,6 +210,38 @@ def _rescan(stage: Scan, config: Any, inputs: list[Any], part, expected: int, ch
     return parts
 
 
+def _wait_for(future) -> None:
+    """Wait for a task whose result stays on the cluster; raise its error, if it failed."""
+    from dask.distributed import wait
+
+    wait([future])
+    if future.status == "error":
+        future.result()
+
+
+def _rescan_shard(
+    stage: Scan, config: Any, inputs: list[Any], part, expected: int, chosen, sub_start: int, columns: tuple
+) -> dict[str, Any]:
+    """A later scan of one partition, its parts reduced here into a shard that stays."""
+    return _shard(stage, config, _rescan(stage, config, inputs, part, expected, chosen, sub_start), sub_start, columns)
+
+
+def _no_components(want_pairs: bool) -> dict[str, Any]:
+    """What the candidate stage gives for a job without documents."""
+    out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
+    if want_pairs:
+        out["pairs"] = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+    return out
+
+
+def _last_scan(plan: Plan) -> int:
+    """The position of the plan's last scan among its stages."""
+    scans = [k for k, stage in enumerate(plan.stages) if isinstance(stage, Scan)]
+    if not scans:
+        raise RuntimeError(f"the {plan.config.name} plan must start with a scan of the input")
+    return scans[-1]
+
+
 class _Job:
     """What the driver keeps of a job's input: ids, lengths, the partitions and their documents
     (counted by the first scan), the exact pre-pass groups."""
@@ -214,6 +255,9 @@ class _Job:
         self.groups: ExactGroups | None = None
         self.shards: list[tuple[int, int, Any]] = []
         """(first document, documents, future) of each shard kept on the workers."""
+        self.shared: Any = None
+        """The inputs of the scan that made the shards (broadcast), held while the shards are:
+        a shard lost with its worker is made again from them."""
 
 
 def _taken_bytes(*taken) -> int:
@@ -307,7 +351,6 @@ class DaskEngine(LocalEngine):
         self.input_partitions = 0
         self.row_bytes = {}
         progress = progress or NoProgress()
-        config = plan.config
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}
@@ -315,9 +358,17 @@ class DaskEngine(LocalEngine):
         sharded = plan.sharded if self.worker_state else None
         if sharded is not None:
             return self._run_sharded(plan, sharded, job, keep, want_pairs, progress)
+        self._stages(plan, plan.stages, job, state, want_pairs, counters, timings, progress)
+        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+        return finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings)
+
+    def _stages(self, plan: Plan, stages, job: _Job, state, want_pairs: bool, counters, timings, progress) -> None:
+        """Run ``stages`` of ``plan`` in order, their results added to ``state``: scans on the
+        workers, their parts reduced here; steps here; group-bys by their definition."""
+        config = plan.config
         with Threads(self.workers) as threads:
             ctx = StageContext(threads, want_pairs, counters)
-            for stage in plan.stages:
+            for stage in stages:
                 progress.stage(stage.name)
                 t0 = time.perf_counter()
                 inputs = _inputs(state, stage)
@@ -341,8 +392,6 @@ class DaskEngine(LocalEngine):
                 timings[stage.name] = timings.get(stage.name, 0.0) + time.perf_counter() - t0
                 if job.parts is None:
                     raise RuntimeError(f"the {config.name} plan must start with a scan of the input")
-        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
-        return finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings)
 
     def _cluster_threads(self) -> int:
         info = self.client.scheduler_info()
@@ -359,25 +408,29 @@ class DaskEngine(LocalEngine):
         return source.partitions(self.partitions, 4 * self._cluster_threads(), run)
 
     def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
-        """The plan with its per-document state left on the workers: the first scan makes one
-        shard per partition there, and the candidate stage, the components and the similarity
-        to the kept documents run on the shards (:meth:`_sharded_group_by`). What comes here:
-        ids, lengths, exact keys, the empty flags, the roots, the similarities, the pairs when
-        asked for, and counts."""
+        """The plan with its per-document state left on the workers: the stages before its last
+        scan run as without shards (their results, such as an IDF table, broadcast to that
+        scan); the last scan makes one shard per partition on the worker that maps it, and the
+        candidate stage, the components and the similarity to the kept documents run on the
+        shards (:meth:`_sharded_group_by`). What comes here: ids, lengths, exact keys, the
+        earlier scans' parts, the empty flags, the roots, the similarities, the pairs when asked
+        for, and counts."""
         config = plan.config
-        scan, group = plan.stages[0], plan.stages[-1]
-        if not isinstance(scan, Scan) or not isinstance(group, GroupBy):
-            raise RuntimeError(f"the {config.name} plan's sharded form needs a first scan and a last group-by")
+        last = _last_scan(plan)
+        scan, group = plan.stages[last], plan.stages[-1]  # the sharded form stands for the stages after scan
+        state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}
+        self._stages(plan, plan.stages[:last], job, state, want_pairs, counters, timings, progress)
         progress.stage(scan.name)
         t0 = time.perf_counter()
-        self._first_scan_parts(scan, config, [], plan.prepass, job, None, progress, sharded.columns)
+        self._shard_scan(plan, scan, _inputs(state, scan), job, progress, sharded.columns)
         if job.groups is not None:
             counters["exact_duplicates"] = job.groups.n_duplicates
         for found in self.client.gather([self.client.submit(_shard_counters, f) for _, _, f in job.shards]):
             _add_counters(counters, found)
         timings[scan.name] = time.perf_counter() - t0
+        del state  # the earlier stages' results: the last scan's inputs, on the workers now
         progress.stage(group.name)
         t0 = time.perf_counter()
         state = self._sharded_group_by(group.name, sharded, config, job, want_pairs)
@@ -389,8 +442,16 @@ class DaskEngine(LocalEngine):
             return self._sharded_similarity(sharded, config, job, docs, others)
 
         result = finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings, similarity)
-        job.shards = []  # released on the cluster with their last reference
+        job.shards, job.shared = [], None  # released on the cluster with their last reference
         return result
+
+    def _shard_scan(self, plan: Plan, scan: Scan, inputs: list[Any], job: _Job, progress, columns: tuple) -> None:
+        """The scan whose results stay on the workers as shards (``job.shards``): the first
+        scan (with the pre-pass admission) or a later one (the representatives read again)."""
+        if job.parts is None:
+            self._first_scan_parts(scan, plan.config, inputs, plan.prepass, job, None, progress, columns)
+        else:
+            self._scan_again(scan, plan.config, inputs, job, None, progress, columns)
 
     def _first_scan_parts(
         self, stage, config, inputs, prepass, job: _Job, reducer, progress, columns: tuple | None = None
@@ -476,12 +537,16 @@ class DaskEngine(LocalEngine):
         if stats is not None:
             job.source.add_read_stats(stats, job.parts, read_stats)
 
-    def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress) -> None:
+    def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress, columns: tuple | None = None) -> None:
         """A later scan: each partition read again on a worker (file parts), or sent again (any
-        other source), its chosen documents mapped there; parts come back in input order."""
+        other source), its chosen documents mapped there; parts come back in input order to
+        ``reducer`` or, with ``columns``, are reduced there into a shard that stays
+        (``job.shards``)."""
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
+        if columns is not None:
+            job.shared = shared
         if _reads_on_workers(job.source):
             parts: Iterable[Any] = job.parts
         else:
@@ -492,19 +557,25 @@ class DaskEngine(LocalEngine):
 
         def done() -> None:
             n, future = pending.popleft()
-            found = future.result()
-            self.scan_bytes["from workers"] += _nbytes(found)
-            for part in found:
-                reducer.add(part)
+            if columns is None:
+                found = future.result()
+                self.scan_bytes["from workers"] += _nbytes(found)
+                for part in found:
+                    reducer.add(part)
+            else:
+                _wait_for(future)
             progress.advance(n)
 
         for k, part in enumerate(parts):
             expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
             chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
             self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
-            future = client.submit(
-                _rescan, stage, config, shared, part, expected, chosen, sub_start, pure=False, retries=retries
-            )
+            args = (stage, config, shared, part, expected, chosen, sub_start)
+            if columns is None:
+                future = client.submit(_rescan, *args, pure=False, retries=retries)
+            else:
+                future = client.submit(_rescan_shard, *args, columns, pure=False, retries=retries)
+                job.shards.append((sub_start, expected if chosen is None else int(np.count_nonzero(chosen)), future))
             pending.append((expected, future))
             doc_start += expected
             sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
@@ -601,7 +672,7 @@ class DaskEngine(LocalEngine):
         held = [[job.shards[k][2] for k in group] for group in groups]
         empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
         entries = [
-            client.submit(shards_entries, sharded.keys, config, buckets, *fs, retries=retries, priority=4 * buckets)
+            client.submit(shards_entries, sharded.keys, config, buckets, n, *fs, retries=retries, priority=4 * buckets)
             for fs in held
         ]
         sizes = [client.submit(entries_bytes, e) for e in entries]
@@ -612,7 +683,7 @@ class DaskEngine(LocalEngine):
                 retries=retries,
                 priority=4 * buckets,
             )
-            for b in range(buckets)
+            for b in range(buckets if job.shards else 0)  # a job without documents has no buckets
         ]
         del entries  # each worker's entries are released once every bucket has its piece
         taken = [
@@ -627,7 +698,7 @@ class DaskEngine(LocalEngine):
             for b, (g, t) in enumerate(zip(grouped, taken))
         ]
         del grouped, taken  # rows are released as their bucket is verified
-        out = self._components(n, results, want_pairs) if job.shards else {"root": np.arange(0), "groups": 0}
+        out = self._components(n, results, want_pairs) if job.shards else _no_components(want_pairs)
         found = client.gather(empty)
         per_shard = [None] * len(job.shards)
         for group, arrays in zip(groups, found):

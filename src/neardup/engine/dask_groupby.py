@@ -147,10 +147,12 @@ def roots_from_forest(n: int, forest: tuple[np.ndarray, np.ndarray]) -> np.ndarr
 # groups of two or more (most band keys are alone, so few rows move), and verifies them there.
 
 
-def shard_entries(keys_fn, config: Any, shard: dict[str, Any], buckets: int) -> list[dict[str, np.ndarray]]:
+def shard_entries(
+    keys_fn, config: Any, shard: dict[str, Any], buckets: int, documents: int
+) -> list[dict[str, np.ndarray]]:
     """A shard's (table, key, document) entries split into ``buckets`` (see :func:`bucket_entries`),
-    with document numbers of the whole job."""
-    keys, member = keys_fn(config, shard["rows"])
+    with document numbers of the whole job (of ``documents``)."""
+    keys, member = keys_fn(config, shard["rows"], documents)
     return bucket_entries(keys, member, buckets, shard["start"])
 
 
@@ -177,13 +179,26 @@ def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, di
     start = shard["start"]
     lo, hi = np.searchsorted(wanted, [start, start + shard["n"]])
     docs = np.asarray(wanted[lo:hi], dtype=np.int64)
-    return docs, {name: column[docs - start] for name, column in shard["rows"].items()}
+    return docs, {name: _take(column, docs - start) for name, column in shard["rows"].items()}
 
 
-def shards_entries(keys_fn, config: Any, buckets: int, *shards: dict[str, Any]) -> list[dict[str, np.ndarray]]:
+def _take(column, rows: np.ndarray):
+    """Rows of a column: an array, or an object of rows with ``take(rows)`` and a ``concat``
+    class method (CSR rows, such as SpotSigs' signature lists)."""
+    return column[rows] if isinstance(column, np.ndarray) else column.take(rows)
+
+
+def _concat(columns: list):
+    """Pieces of a column (:func:`_take`'s), one after the other."""
+    return np.concatenate(columns) if isinstance(columns[0], np.ndarray) else type(columns[0]).concat(columns)
+
+
+def shards_entries(
+    keys_fn, config: Any, buckets: int, documents: int, *shards: dict[str, Any]
+) -> list[dict[str, np.ndarray]]:
     """:func:`shard_entries` of several shards (those one worker holds), each bucket's pieces
     joined (the buckets' groups do not depend on the order of their entries)."""
-    parts = [shard_entries(keys_fn, config, shard, buckets) for shard in shards]
+    parts = [shard_entries(keys_fn, config, shard, buckets, documents) for shard in shards]
     if len(parts) == 1:
         return parts[0]
     return [
@@ -205,7 +220,7 @@ def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """Rows taken from shards (disjoint documents): their documents and rows, joined, and the
     order that sorts the documents (the pieces may come from shards in any order)."""
     docs = np.concatenate([t[0] for t in taken])
-    rows = {name: np.concatenate([t[1][name] for t in taken]) for name in taken[0][1]}
+    rows = {name: _concat([t[1][name] for t in taken]) for name in taken[0][1]}
     return docs, rows, np.argsort(docs, kind="stable")
 
 

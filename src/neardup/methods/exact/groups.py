@@ -79,6 +79,37 @@ def group_pairs(root: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a[order], b[order]
 
 
+def groups_pairs(members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair (a < b) inside each group ``members[bounds[g]:bounds[g + 1]]`` (a pair in
+    several groups is listed each time): m (m - 1) / 2 pairs for a group of m.
+
+    >>> [x.tolist() for x in groups_pairs(np.array([4, 1, 7, 2, 3]), np.array([0, 3, 5]))]
+    [[1, 4, 1, 2], [4, 7, 7, 3]]
+    """
+    members = np.ascontiguousarray(members, dtype=np.int64)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    starts, ends = np.ascontiguousarray(bounds[:-1]), np.ascontiguousarray(bounds[1:])
+    sizes = ends - starts
+    a, b = pairs_within(members, starts, ends, int((sizes * (sizes - 1) // 2).sum()))
+    return np.minimum(a, b), np.maximum(a, b)
+
+
+def groups_stars(members: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each member of a group ``members[bounds[g]:bounds[g + 1]]`` joined to the group's first
+    member (a < b): edges spanning the components of :func:`groups_pairs`, m - 1 for a group of m.
+
+    >>> [x.tolist() for x in groups_stars(np.array([4, 1, 7, 2, 3]), np.array([0, 3, 5]))]
+    [[1, 4, 2], [4, 7, 3]]
+    """
+    members = np.asarray(members, dtype=np.int64)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    first = np.repeat(members[bounds[:-1]], np.diff(bounds))
+    rest = np.ones(len(members), dtype=bool)
+    rest[bounds[:-1]] = False  # groups have two or more members
+    a, b = first[rest], members[rest]
+    return np.minimum(a, b), np.maximum(a, b)
+
+
 # --------------------------------------------------------------------------------------------
 # the exact pre-pass of the near-duplicate methods
 @dataclass(frozen=True, eq=False)

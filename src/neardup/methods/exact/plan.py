@@ -3,6 +3,10 @@
 1. scan ``read + hash``: the 128-bit key of every text (:func:`~neardup.methods.exact.keys.exact_keys`);
 2. group-by ``group``: documents with equal keys (empty texts never match) form a cluster, every
    pair of a group has similarity 1.0.
+
+Sharded (:class:`~neardup.core.plan.Sharded`, the keys stay where they were made): one table
+keyed by the key, a group's pairs verified by equality of their keys, and (clusters only) each
+member joined to its group's first member.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.documents import DocBatch
-from ...core.plan import GroupBy, Plan, Rows, Scan, StageContext
-from .groups import group_counters, group_equal, group_pairs
+from ...core.plan import GroupBy, Plan, Rows, Scan, Sharded, StageContext
+from .groups import group_counters, group_equal, group_pairs, groups_pairs, groups_stars
 from .keys import exact_keys, nonempty
 
 if TYPE_CHECKING:
@@ -28,6 +32,7 @@ def exact_plan(config: ExactConfig) -> Plan:
         config,
         (Scan("read + hash", hash_batch, key_rows), GroupBy("group", key_groups, same_key, group, ("keys",))),
         similarity,
+        sharded=Sharded(("keys",), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect),
     )
 
 
@@ -63,6 +68,40 @@ def group(config: ExactConfig, ctx: StageContext, keys: np.ndarray) -> dict[str,
         a, b = group_pairs(root)
         out["pairs"] = (a, b, np.ones(len(a), dtype=np.float64))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the group-by on shards of rows (core.plan.Sharded): the keys of some documents
+
+
+def shard_keys(config: ExactConfig, rows: dict[str, np.ndarray], documents: int):
+    """The keys of a shard's documents (as ``key_groups``)."""
+    return key_groups(config, rows["keys"])
+
+
+def shard_verify(config: ExactConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Every pair of each group ``members[bounds[g]:bounds[g + 1]]`` whose keys are equal (all
+    of them: a group is one key), similarity 1.0."""
+    a, b = groups_pairs(members, bounds)
+    keys = rows["keys"]
+    equal = (keys[a] == keys[b]).all(axis=1)
+    a, b = a[equal], b[equal]
+    return a, b, np.ones(len(a), dtype=np.float64)
+
+
+def shard_connect(config: ExactConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Clusters only: each member joined to its group's first member (equal keys: no comparison)."""
+    return groups_stars(members, bounds)
+
+
+def shard_similarity(config: ExactConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
+    """As ``similarity``, on a shard's rows."""
+    return similarity(config, rows, docs, others)
+
+
+def shard_empty(config: ExactConfig, rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The empty texts (as ``hash_batch``)."""
+    return ~nonempty(rows["keys"])
 
 
 def similarity(config: ExactConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

@@ -6,6 +6,11 @@
 3. scan ``re-read + sign``: each document's L signatures over its lexicon terms;
 4. group-by ``group``: documents agreeing under any signature form a cluster; a pair's similarity
    is the share of the L signatures on which it agrees.
+
+Sharded (:class:`~neardup.core.plan.Sharded`): the signatures of scan 3 stay where they were
+made; one table per lexicon keyed by the signature, a group's pairs verified by agreement (all
+of them agree under the group's lexicon), and (clusters only) each member joined to its group's
+first member.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.documents import DocBatch
-from ...core.plan import GroupBy, Plan, Rows, Scan, StageContext, Step
-from ..exact.groups import group_counters
+from ...core.plan import GroupBy, Plan, Rows, Scan, Sharded, StageContext, Step
+from ..exact.groups import group_counters, groups_pairs, groups_stars
 from .signatures import (
     DocumentFrequencies,
     df_bounds,
@@ -44,6 +49,7 @@ def imatch_plan(config: IMatchConfig) -> Plan:
             GroupBy("group", signature_groups, agreeing, group, ("sigs", "has")),
         ),
         similarity,
+        sharded=Sharded(("sigs", "has"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect),
     )
 
 
@@ -123,6 +129,39 @@ def group(config: IMatchConfig, ctx: StageContext, sigs: np.ndarray, has: np.nda
     if ctx.want_pairs:
         out["pairs"] = match_pairs(sigs, has)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the group-by on shards of rows (core.plan.Sharded): the signatures of some documents
+
+
+def shard_keys(config: IMatchConfig, rows: dict[str, np.ndarray], documents: int):
+    """The signatures of a shard's documents (as ``signature_groups``)."""
+    return rows["sigs"], rows["has"]
+
+
+def shard_verify(config: IMatchConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Every pair of each group ``members[bounds[g]:bounds[g + 1]]`` that agrees under some
+    lexicon (all of them: a group is one signature), with the share of lexicons that agree."""
+    a, b = groups_pairs(members, bounds)
+    s = match_similarity(rows["sigs"], rows["has"], a, b)
+    keep = s > 0
+    return a[keep], b[keep], s[keep]
+
+
+def shard_connect(config: IMatchConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Clusters only: each member joined to its group's first member (they agree: no comparison)."""
+    return groups_stars(members, bounds)
+
+
+def shard_similarity(config: IMatchConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
+    """As ``similarity``, on a shard's rows."""
+    return match_similarity(rows["sigs"], rows["has"], docs, others)
+
+
+def shard_empty(config: IMatchConfig, rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The documents without a signature (as ``sign_batch``)."""
+    return ~rows["has"][:, 0]
 
 
 def similarity(config: IMatchConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

@@ -278,7 +278,7 @@ def cluster(
 # group-by's keys and verify above, on the signatures and counts of some documents
 
 
-def shard_keys(config: MinHashConfig, rows: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def shard_keys(config: MinHashConfig, rows: dict[str, np.ndarray], documents: int) -> tuple[np.ndarray, np.ndarray]:
     """The band keys of a shard's documents; those with shingles take part (as ``band_groups``)."""
     keys = band_keys(rows["values"], config.lsh.bands, config.lsh.rows)
     member = np.repeat((rows["counts"] > 0)[:, None], keys.shape[1], axis=1)

@@ -17,6 +17,12 @@ shares (:mod:`neardup.methods.verify_edit`): the candidate texts are re-read and
 its normalized edit similarity reaches ``threshold``.
 
 Documents without a single shingle (empty after normalization) are never paired.
+
+Sharded (:class:`~neardup.core.plan.Sharded`, without ``verify="edit"``): the fingerprints of
+the last scan stay where they were made (with IDF weights, the table of scan 1 is its input, as
+without shards); the group-by's tables are those above, chosen for the job's number of
+documents, a group's pairs are verified by Hamming distance on the fingerprint rows, and (clusters
+only) a member is compared only with the earlier members of its group not yet in its component.
 """
 
 from __future__ import annotations
@@ -25,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..._kernels.hamming import expand, index_keys
+from ..._kernels.hamming import connect_within_groups, expand, index_keys, within_groups
 from ..._kernels.unionfind import roots, union_edges
 from ...core.components import new_forest
 from ...core.documents import DocBatch
-from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, StageContext, Step
+from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import shingle_batch
 from .scheme import popcount_array
 from .search import block_plan, choose_blocks, unique_pairs
@@ -66,7 +72,8 @@ def simhash_plan(config: SimHashConfig) -> Plan:
         ]
         return Plan(config, tuple(stages), edit_similarity_of, prepass)
     stages.append(GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")))
-    return Plan(config, tuple(stages), similarity, prepass)
+    sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)
+    return Plan(config, tuple(stages), similarity, prepass, sharded)
 
 
 def shingle_counts(config: SimHashConfig, batch: DocBatch):
@@ -114,10 +121,12 @@ def _plan_for(config: SimHashConfig, n: int):
     return block_plan(config.bits, config.max_distance, blocks)
 
 
-def table_keys(config: SimHashConfig, values: np.ndarray, counts: np.ndarray):
+def table_keys(config: SimHashConfig, values: np.ndarray, counts: np.ndarray, documents: int | None = None):
     """Group-by keys: one table per choice of kept blocks, keyed by the kept bits (at most 64 of
-    them, as the permuted tables do); documents with shingles take part."""
-    plan = _plan_for(config, int(np.count_nonzero(counts)))
+    them, as the permuted tables do); documents with shingles take part. The tables are chosen
+    for ``documents`` (default: the documents with shingles); every choice finds every pair
+    within ``max_distance``."""
+    plan = _plan_for(config, int(np.count_nonzero(counts)) if documents is None else documents)
     kstart, ksize, nkept, keybits = plan.arrays()[:4]
     keys = np.empty((len(plan.tables), len(values)), dtype=np.uint64)
     index_keys(np.ascontiguousarray(values), kstart, ksize, nkept, keybits, keys)
@@ -188,6 +197,40 @@ def candidate_pairs(config: SimHashConfig, ctx: StageContext, values: np.ndarray
     wanted[a] = True
     wanted[b] = True
     return {"candidate_a": a, "candidate_b": b, "wanted": wanted, "counters": _search_counters(up)}
+
+
+# --------------------------------------------------------------------------------------------
+# the group-by on shards of rows (core.plan.Sharded): fingerprints and counts of some documents
+
+
+def shard_keys(config: SimHashConfig, rows: dict[str, np.ndarray], documents: int):
+    """The table keys of a shard's documents, the tables chosen for the job's ``documents``."""
+    return table_keys(config, rows["values"], rows["counts"], documents)
+
+
+def shard_verify(config: SimHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """The pairs of every group ``members[bounds[g]:bounds[g + 1]]`` within ``max_distance`` bits
+    (as ``within_distance``, all groups in one kernel call), similarity 1 - d / f."""
+    members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
+    a, b, d = within_groups(members, bounds, np.ascontiguousarray(rows["values"]), config.max_distance)
+    return a, b, 1.0 - d / config.bits
+
+
+def shard_connect(config: SimHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """Clusters only: edges spanning the components of :func:`shard_verify`'s pairs, found with
+    fewer comparisons (:func:`~neardup._kernels.hamming.connect_within_groups`)."""
+    members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
+    return connect_within_groups(members, bounds, np.ascontiguousarray(rows["values"]), config.max_distance)
+
+
+def shard_similarity(config: SimHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
+    """As ``similarity``, on a shard's rows."""
+    return similarity(config, rows, docs, others)
+
+
+def shard_empty(config: SimHashConfig, rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The documents without shingles (as ``fingerprint_batch``)."""
+    return rows["counts"] == 0
 
 
 def similarity(config: SimHashConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

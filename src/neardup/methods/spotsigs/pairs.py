@@ -100,13 +100,20 @@ def _as_signatures(sigs) -> SpotSignatures:
 
 
 def all_pairs(
-    sigs: SpotSignatures, tau: float, *, workers: Threads | int = 1, partitions: bool = True, pruning: bool = True
+    sigs: SpotSignatures,
+    tau: float,
+    *,
+    workers: Threads | int = 1,
+    partitions: bool = True,
+    pruning: bool = True,
+    probe_below: int | None = None,
 ) -> AllPairs:
     """Every pair of documents with weighted Jaccard >= ``tau``, exactly (see the module docstring).
 
     ``partitions`` and ``pruning`` switch off the length partitions and the length-bound pruning
     (for measurements; the result is the same). ``workers`` threads (a number, or the job's
-    :class:`~neardup.core.parallel.Threads`) share the documents.
+    :class:`~neardup.core.parallel.Threads`) share the documents. With ``probe_below``, only the
+    pairs whose shorter document (by length, then number) is shorter than ``probe_below``.
 
     >>> s = SpotSignatures.from_multisets([{1: 5, 2: 4, 3: 4}, {1: 8, 2: 4}, {2: 5, 3: 5}])
     >>> r = all_pairs(s, 0.5)
@@ -119,13 +126,15 @@ def all_pairs(
     sigs = _as_signatures(sigs)
     threads, owned = as_threads(workers)
     try:
-        return _all_pairs(sigs, tau, threads, partitions, pruning)
+        return _all_pairs(sigs, tau, threads, partitions, pruning, probe_below)
     finally:
         if owned:
             threads.close()
 
 
-def _all_pairs(sigs: SpotSignatures, tau: float, threads: Threads, partitions: bool, pruning: bool) -> AllPairs:
+def _all_pairs(
+    sigs: SpotSignatures, tau: float, threads: Threads, partitions: bool, pruning: bool, probe_below: int | None = None
+) -> AllPairs:
     workers = threads.workers
     lengths = sigs.lengths
     docs = np.flatnonzero(lengths > 0)
@@ -150,10 +159,15 @@ def _all_pairs(sigs: SpotSignatures, tau: float, threads: Threads, partitions: b
     else:
         limit = np.full(nr, nr, dtype=np.int64)
 
+    # the probed ranks (a pair is found from its shorter document's rank): all, or those shorter
+    # than probe_below
+    probed = nr if probe_below is None else int(np.searchsorted(rlen, probe_below, side="left"))
+    if probed == 0:
+        return AllPairs(empty, empty, np.empty(0, dtype=np.float64), PairCounters(documents=nr, partitions=n_parts))
     # chunks of about equal signature mass, a few per thread
-    n_chunks = 1 if workers == 1 else min(nr, 8 * workers)
-    cuts = np.unique(np.searchsorted(off, np.linspace(0, off[-1], n_chunks + 1), side="left"))
-    cuts[0], cuts[-1] = 0, nr
+    n_chunks = 1 if workers == 1 else min(probed, 8 * workers)
+    cuts = np.unique(np.searchsorted(off[: probed + 1], np.linspace(0, off[probed], n_chunks + 1), side="left"))
+    cuts[0], cuts[-1] = 0, probed
     cuts = np.unique(cuts)
     seen_pool: queue.SimpleQueue = queue.SimpleQueue()
     for _ in range(min(workers, len(cuts) - 1)):

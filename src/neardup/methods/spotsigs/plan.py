@@ -14,7 +14,17 @@ by the edit-verification stages every method shares (:mod:`neardup.methods.verif
 Otherwise there is no candidate stage and nothing to verify: the pairs are the complete graph of pairs at
 or above the threshold, no more, no less. Documents without signatures (after the filter) are
 never paired and are reported as empty. The all-pairs search is one step over every document's
-signatures: its length partitions are where an engine that spreads the work would cut it.
+signatures: its length partitions are where an engine that spreads the work cuts it.
+
+Sharded (:class:`~neardup.core.plan.Sharded`, without ``verify="edit"``): the signature lists of
+the last scan stay where they were made, and the all-pairs step is a group-by over the length
+partitions. A pair at or above the threshold has its documents in one partition or in two
+neighbouring ones, k and k + 1; two tables, keyed by ``k // 2`` and ``(k + 1) // 2``, group
+every two neighbouring partitions once (k even in the first, odd in the second). A group's
+verification is :func:`~neardup.methods.spotsigs.pairs.all_pairs` over its documents, probing
+only those of its lower partition when it holds both (the pairs whose shorter document is in the
+upper one are its other group's): together, every pair of the whole search, each found once
+(twice when a group holds one partition only).
 """
 
 from __future__ import annotations
@@ -25,8 +35,8 @@ import numpy as np
 
 from ...core.components import components
 from ...core.documents import DocBatch
-from ...core.plan import Plan, Prepass, Scan, StageContext, Step
-from .pairs import all_pairs, weighted_jaccard_rows
+from ...core.plan import Plan, Prepass, Scan, Sharded, StageContext, Step
+from .pairs import all_pairs, partition_bounds, weighted_jaccard_rows
 from .signatures import DocumentFrequencies, SpotSignatures, extract, idf_filter
 
 if TYPE_CHECKING:
@@ -57,7 +67,8 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
         ]
         return Plan(config, tuple(stages), edit_similarity_of, prepass)
     stages.append(Step("all pairs", pairs_and_clusters, ("signatures",)))
-    return Plan(config, tuple(stages), similarity, prepass)
+    sharded = Sharded(("signatures", "signature_lengths"), shard_keys, shard_verify, shard_similarity, shard_empty)
+    return Plan(config, tuple(stages), similarity, prepass, sharded)
 
 
 def extract_batch(config: SpotSigsConfig, batch: DocBatch) -> SpotSignatures:
@@ -154,6 +165,55 @@ def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: Sp
     if ctx.want_pairs:
         out["pairs"] = (res.a, res.b, res.similarity)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the all-pairs step on shards of rows (core.plan.Sharded): signature lists and their lengths
+
+
+def _partitions(config: SpotSigsConfig, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The length partition of each document (0 for one without signatures), and the bounds."""
+    bounds = partition_bounds(config.threshold, int(lengths.max()) if len(lengths) else 0)
+    return np.maximum(np.searchsorted(bounds, lengths, side="right") - 1, 0), bounds
+
+
+def shard_keys(config: SpotSigsConfig, rows: dict[str, Any], documents: int):
+    """Two tables: the partition k of a shard's document halved, ``k // 2`` and ``(k + 1) // 2``
+    (the bounds are the same whatever the longest document: every shard numbers partitions
+    alike); the documents with signatures take part."""
+    lengths = rows["signature_lengths"]
+    part = _partitions(config, lengths)[0].astype(np.uint64)
+    keys = np.stack([part // np.uint64(2), (part + np.uint64(1)) // np.uint64(2)], axis=1)
+    return keys, np.repeat((lengths > 0)[:, None], 2, axis=1)
+
+
+def shard_verify(config: SpotSigsConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, Any]):
+    """The pairs at or above the threshold of each group ``members[bounds[g]:bounds[g + 1]]`` (the
+    documents of one or two neighbouring partitions): all of them when it holds one partition,
+    else those whose shorter document is in the lower one."""
+    sigs, lengths = rows["signatures"], rows["signature_lengths"]
+    found_a, found_b, found_s = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.float64)]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        pos = np.asarray(members[lo:hi], dtype=np.int64)
+        part, limits = _partitions(config, lengths[pos])
+        lower = int(part.min())
+        probe_below = int(limits[lower + 1]) if (part > lower).any() else None
+        res = all_pairs(sigs.take(pos), config.threshold, probe_below=probe_below)
+        a, b = pos[res.a], pos[res.b]
+        found_a.append(np.minimum(a, b))
+        found_b.append(np.maximum(a, b))
+        found_s.append(res.similarity)
+    return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
+
+
+def shard_similarity(config: SpotSigsConfig, rows: dict[str, Any], docs: np.ndarray, others: np.ndarray):
+    """As ``similarity``, on a shard's rows."""
+    return weighted_jaccard_rows(rows["signatures"], docs, others, rows["signature_lengths"])
+
+
+def shard_empty(config: SpotSigsConfig, rows: dict[str, Any]) -> np.ndarray:
+    """The documents without signatures (as ``SignatureRows``)."""
+    return rows["signature_lengths"] == 0
 
 
 def similarity(config: SpotSigsConfig, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:

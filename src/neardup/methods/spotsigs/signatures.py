@@ -174,6 +174,26 @@ class SpotSignatures:
             np.concatenate([p.values for p in parts]), np.concatenate([p.counts for p in parts]), offsets, scheme
         )
 
+    def take(self, docs: np.ndarray) -> SpotSignatures:
+        """The documents ``docs`` (positions), in that order.
+
+        >>> s = SpotSignatures.from_multisets([{5: 2}, {7: 3, 8: 1}, {9: 1}])
+        >>> t = s.take(np.array([2, 1]))
+        >>> t.doc(0), t.doc(1)
+        ({9: 1}, {7: 3, 8: 1})
+        """
+        docs = np.asarray(docs, dtype=np.int64)
+        starts, sizes = self.offsets[docs], np.diff(self.offsets)[docs]
+        offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        entries = np.repeat(starts - offsets[:-1], sizes) + np.arange(offsets[-1], dtype=np.int64)
+        return SpotSignatures(self.values[entries], self.counts[entries], offsets, self.scheme)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays."""
+        return int(self.values.nbytes + self.counts.nbytes + self.offsets.nbytes)
+
     def select(self, keep: np.ndarray) -> SpotSignatures:
         """The same documents keeping only the entries where the bool mask ``keep`` is True."""
         doc = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
