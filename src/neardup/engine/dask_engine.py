@@ -59,6 +59,7 @@ from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
     bucket_entries,
+    check_bucket,
     connect_with_rows,
     entries_bytes,
     grouped_entries,
@@ -69,6 +70,7 @@ from .dask_groupby import (
     shards_entries,
     similarity_with_rows,
     take_group_rows,
+    union_docs,
     unique_pairs,
     verify_bucket,
     verify_with_rows,
@@ -219,6 +221,12 @@ class _Job:
 def _taken_bytes(*taken) -> int:
     """Bytes of the rows shards sent to one bucket."""
     return sum(int(docs.nbytes) + sum(int(a.nbytes) for a in rows.values()) for docs, rows in taken)
+
+
+def _prefer(address: str) -> dict[str, Any]:
+    """``client.submit`` options that run a task on the worker at ``address`` when it is there
+    (elsewhere when it is not, as after a worker is lost); none for an unknown address."""
+    return {"workers": [address], "allow_other_workers": True} if address else {}
 
 
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -576,13 +584,58 @@ class DaskEngine(LocalEngine):
         """The shards by the worker that holds them (shard numbers, in order): a task over one
         group's shards runs where they are, so the candidate stage has tasks per worker, not
         per shard. A shard recomputed elsewhere meanwhile is fetched, which changes no answer."""
+        return self._shard_holders(job)[0]
+
+    def _shard_holders(self, job: _Job) -> tuple[list[list[int]], list[str]]:
+        """:meth:`_shard_groups` and the address of each group's worker ("" when unknown)."""
         futures = [f for _, _, f in job.shards]
         holders = self.client.who_has(futures)
         groups: dict[str, list[int]] = {}
         for k, f in enumerate(futures):
             where = holders.get(f.key) or ("",)
             groups.setdefault(min(where), []).append(k)
-        return list(groups.values())
+        return list(groups.values()), list(groups)
+
+    def _verify_buckets(self, check, fn, config: Any, grouped: list, held: list[list], where: list[str]) -> tuple:
+        """Submit the verification of every bucket: bucket ``b`` on worker ``b mod W`` (a
+        preference: Dask runs it elsewhere if that worker is gone), where it reads that
+        worker's shards in place; each other worker sends the rows of the documents of all
+        of that worker's buckets once (one take each, shared by those buckets) instead of
+        once per bucket. Returns the buckets' result futures and the takes' byte counts."""
+        client, retries, buckets = self.client, self.retries, len(grouped)
+        count = len(held)
+        results: list = [None] * buckets
+        moved = []
+        for i in range(count):
+            mine = list(range(i, buckets, count))
+            if not mine:
+                continue
+            wanted = client.submit(
+                union_docs, *[grouped[b] for b in mine], retries=retries, priority=4 * buckets, **_prefer(where[i])
+            )
+            taken = [
+                client.submit(
+                    take_group_rows, wanted, *held[j], retries=retries, priority=2 * buckets + 1, **_prefer(where[j])
+                )
+                for j in range(count)
+                if j != i
+            ]
+            moved += [client.submit(_taken_bytes, t) for t in taken]
+            for b in mine:
+                results[b] = client.submit(
+                    check_bucket,
+                    check,
+                    fn,
+                    config,
+                    grouped[b],
+                    len(held[i]),
+                    *held[i],
+                    *taken,
+                    retries=retries,
+                    priority=2 * (buckets - b) + 1,
+                    **_prefer(where[i]),
+                )
+        return results, moved
 
     def _sharded_group_by(
         self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
@@ -597,7 +650,7 @@ class DaskEngine(LocalEngine):
         t0 = time.perf_counter()
         n = sum(m for _, m, _ in job.shards)
         buckets = self.partitions or 4 * self._cluster_threads()
-        groups = self._shard_groups(job) if job.shards else []
+        groups, where = self._shard_holders(job) if job.shards else ([], [])
         held = [[job.shards[k][2] for k in group] for group in groups]
         empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
         entries = [
@@ -611,22 +664,15 @@ class DaskEngine(LocalEngine):
                 *[client.submit(getitem, e, b, priority=4 * buckets) for e in entries],
                 retries=retries,
                 priority=4 * buckets,
+                **_prefer(where[b % len(where)] if where else ""),
             )
             for b in range(buckets)
         ]
         del entries  # each worker's entries are released once every bucket has its piece
-        taken = [
-            [client.submit(take_group_rows, g, *fs, retries=retries, priority=2 * (buckets - b)) for fs in held]
-            for b, g in enumerate(grouped)
-        ]
-        moved = [client.submit(_taken_bytes, *t) for t in taken] if job.shards else []
         check = verify_with_rows if want_pairs or sharded.connect is None else connect_with_rows
         fn = sharded.verify if check is verify_with_rows else sharded.connect  # connect: clusters only
-        results = [
-            client.submit(check, fn, config, g, *t, retries=retries, priority=2 * (buckets - b) + 1)
-            for b, (g, t) in enumerate(zip(grouped, taken))
-        ]
-        del grouped, taken  # rows are released as their bucket is verified
+        results, moved = self._verify_buckets(check, fn, config, grouped, held, where) if job.shards else ([], [])
+        del grouped  # rows are released as their worker's buckets are verified
         out = self._components(n, results, want_pairs) if job.shards else {"root": np.arange(0), "groups": 0}
         found = client.gather(empty)
         per_shard = [None] * len(job.shards)
