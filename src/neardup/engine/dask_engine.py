@@ -55,6 +55,7 @@ from ..core.errors import InputChangedError
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
+from ..io.jsonl import LinesNeeded
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
@@ -123,7 +124,10 @@ def _load(part) -> tuple[list[DocBatch], Any]:
 def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
     """First scan, phase 1: read the partition and (with the pre-pass) prepare it; the result
     stays on the worker until phase 2."""
-    batches, stats = _load(part)
+    try:
+        batches, stats = _load(part)
+    except LinesNeeded:  # read again once its first line number is known
+        return None
     if prepass is None:
         items = [(b, text_lengths(b.texts), None, None) for b in batches]
     else:
@@ -131,8 +135,11 @@ def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
     return items, stats
 
 
-def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, Any]:
-    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters."""
+def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, Any] | None:
+    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters
+    (None: the partition needs its first line number)."""
+    if held is None:
+        return None
     items, stats = held
     ids = [i for item in items for i in item[0].ids]
     lengths = np.concatenate([item[1] for item in items]) if items else np.empty(0, np.int64)
@@ -287,6 +294,9 @@ class DaskEngine(LocalEngine):
         self.worker_state = bool(worker_state)
         self.input_partitions = 0
         """Input partitions of the last job."""
+        self.counted_lines = False
+        """Whether the last job counted the lines of its byte ranges (a job that reads its input
+        once counts them only when a record needs its line number)."""
         self.row_bytes: dict[str, int] = {}
         """Bytes of per-document rows moved between workers by the last job (worker state only)."""
         self.partitions = None if partitions is None else check_int("partitions", partitions, 1, 1 << 20)
@@ -313,6 +323,7 @@ class DaskEngine(LocalEngine):
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
         self.input_partitions = 0
+        self.counted_lines = False
         self.row_bytes = {}
         progress = progress or NoProgress()
         config = plan.config
@@ -332,7 +343,9 @@ class DaskEngine(LocalEngine):
                 if isinstance(stage, Scan):
                     reducer = stage.reduce(config)
                     if job.parts is None:
-                        self._first_scan_parts(stage, config, inputs, plan.prepass, job, reducer, progress)
+                        self._first_scan_parts(
+                            stage, config, inputs, plan.prepass, job, reducer, progress, lines=plan.scans > 1
+                        )
                         if job.groups is not None:
                             counters["exact_duplicates"] = job.groups.n_duplicates
                     else:
@@ -356,15 +369,19 @@ class DaskEngine(LocalEngine):
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
 
-    def _source_parts(self, source: PartitionedSource) -> list[Any]:
+    def _run_on_workers(self, fn, items: list) -> list:
+        return self.client.gather(self.client.map(fn, items, pure=False, retries=self.retries))
+
+    def _source_parts(self, source: PartitionedSource, lines: bool = True) -> list[Any]:
         """The partitions of a source the workers read themselves: ``partitions`` of them, or
         the source's choice (at least 4 per worker thread); what must be looked at in the data
-        to cut them (line bounds of byte ranges) is looked at on the workers."""
-
-        def run(fn, items: list) -> list:
-            return self.client.gather(self.client.map(fn, items, pure=False, retries=self.retries))
-
-        return source.partitions(self.partitions, 4 * self._cluster_threads(), run)
+        to cut them (line bounds of byte ranges) is looked at on the workers. Without ``lines``
+        (a source that can leave them out: :meth:`~neardup.io.partitions.FileSource.number_lines`)
+        the byte ranges' newlines are counted only if a partition needs them."""
+        minimum = 4 * self._cluster_threads()
+        if not lines and hasattr(source, "number_lines"):
+            return source.partitions(self.partitions, minimum, self._run_on_workers, lines=False)
+        return source.partitions(self.partitions, minimum, self._run_on_workers)
 
     def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
         """The plan with its per-document state left on the workers: the first scan makes one
@@ -380,7 +397,9 @@ class DaskEngine(LocalEngine):
         timings: dict[str, float] = {}
         progress.stage(scan.name)
         t0 = time.perf_counter()
-        self._first_scan_parts(scan, config, [], plan.prepass, job, None, progress, sharded.columns)
+        self._first_scan_parts(
+            scan, config, [], plan.prepass, job, None, progress, sharded.columns, lines=plan.scans > 1
+        )
         if job.groups is not None:
             counters["exact_duplicates"] = job.groups.n_duplicates
         for found in self.client.gather([self.client.submit(_shard_counters, f) for _, _, f in job.shards]):
@@ -401,21 +420,36 @@ class DaskEngine(LocalEngine):
         return result
 
     def _first_scan_parts(
-        self, stage, config, inputs, prepass, job: _Job, reducer, progress, columns: tuple | None = None
+        self,
+        stage,
+        config,
+        inputs,
+        prepass,
+        job: _Job,
+        reducer,
+        progress,
+        columns: tuple | None = None,
+        lines: bool = True,
     ) -> None:
         """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
         result stays there; ids, lengths and exact keys come here to be admitted in input order;
         phase 2 (the method's map) runs on the worker that holds phase 1, and its parts come
         back to ``reducer`` or, with ``columns``, are reduced there into a shard that stays
-        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once."""
+        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once.
+        Without ``lines`` (a job that reads its input once) byte ranges are read without their
+        first line numbers; the first one whose records need them (an id ``FILE:LINE``, an
+        error naming its line) has every range's lines counted and is read again."""
         from dask.distributed import wait
 
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         admission = ExactPrepass() if prepass is not None else None
+        listed: list[Any] = []
+        numbered = self.counted_lines = lines
         if _reads_on_workers(job.source):
-            parts: Iterable[Any] = self._source_parts(job.source)
-            self.input_partitions = len(parts)
+            listed = self._source_parts(job.source, lines)
+            parts: Iterable[Any] = (listed[k] for k in range(len(listed)))  # numbered ones once counted
+            self.input_partitions = len(listed)
             stats = job.source.claim_stats()
         else:
             parts, stats = job.source(), None
@@ -425,10 +459,34 @@ class DaskEngine(LocalEngine):
         second: deque = deque()
         doc_start = sub_start = 0
 
+        def read_first(k: int, part):
+            held = client.submit(_read_first, stage, config, prepass, part, pure=False, retries=retries)
+            return k, part, held, client.submit(_summary, held, retries=retries)
+
+        def read_numbered(k: int):
+            """Partition ``k`` read again with its first line number: the lines of every range
+            are counted once, and the partitions in flight are read again numbered too (an
+            input without ids needs them all)."""
+            nonlocal numbered
+            if not numbered:
+                listed[:] = job.source.number_lines(listed, self._run_on_workers)
+                numbered = self.counted_lines = True
+                for i, entry in enumerate(first):
+                    if getattr(entry[1], "first_line", 1) is None:
+                        first[i] = read_first(entry[0], listed[entry[0]])
+            _, part, held, summary = read_first(k, listed[k])
+            found = summary.result()
+            if found is None:
+                raise RuntimeError(f"{part.describe()} needed its line numbers when they were given")
+            return part, held, found
+
         def admit_oldest() -> None:
             nonlocal doc_start, sub_start
-            part, held, summary = first.popleft()
-            ids, lengths, keys, part_stats = summary.result()
+            k, part, held, summary = first.popleft()
+            found = summary.result()
+            if found is None:
+                part, held, found = read_numbered(k)
+            ids, lengths, keys, part_stats = found
             self.scan_bytes["from workers"] += _nbytes(ids) + _nbytes(lengths) + _nbytes(keys)
             if part_stats is not None:
                 read_stats.append(part_stats)
@@ -465,10 +523,9 @@ class DaskEngine(LocalEngine):
                     future.result()
             progress.advance(n)
 
-        for part in parts:
+        for k, part in enumerate(parts):
             self.scan_bytes["to workers"] += _nbytes(part)
-            held = client.submit(_read_first, stage, config, prepass, part, pure=False, retries=retries)
-            first.append((part, held, client.submit(_summary, held, retries=retries)))
+            first.append(read_first(k, part))
             if len(first) >= window:
                 admit_oldest()
             if len(second) >= window:

@@ -136,14 +136,23 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
             pol.reject(damaged(path, exc, records))
 
 
-def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool = True) -> Iterator[Chunk]:
+class LinesNeeded(Exception):
+    """A stream read without knowing its first line number (``base`` None) met a line whose
+    record needs it: an id ``FILE:LINE``, an error naming the line, or a line only the slow path
+    parses. The caller counts the lines before the stream and reads it again."""
+
+
+def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int | None = 0, bom: bool = True) -> Iterator[Chunk]:
     """The records of an open JSONL stream, a block at a time, via the scanning kernel; ``base``:
-    the lines of the file before the stream's first (a byte range of a file starts later)."""
+    the lines of the file before the stream's first (a byte range of a file starts later), or
+    None when not known: the lines are then not counted, and :class:`LinesNeeded` is raised at
+    the first line whose record would need its number."""
     keys = _field_keys(pol)
     buffer = None  # the kernel's output buffer, reused block after block
     for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
         ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer)
-        base += block_lines(block)
+        if base is not None:
+            base += block_lines(block)
         if ids:
             yield Chunk(ids, texts, None)
 
@@ -159,16 +168,19 @@ def block_lines(block) -> int:
     return block.count(b"\n") + (block[-1] != 10)
 
 
-def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer):
+def _parse_block(block, path: str, pol: Policy, base: int | None, keys: tuple[bytes, bytes], buffer):
     """``(ids, texts, buffer)`` of the records of one block whose first line is line ``base + 1``
     of ``path``: one kernel call, then ``orjson`` on the lines it declines; ``buffer``: the
-    kernel's output buffer to reuse (returned, possibly grown)."""
+    kernel's output buffer to reuse (returned, possibly grown). ``base`` None: the block's
+    records must not need a line number (:class:`LinesNeeded`)."""
     from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK, SCAN_WARMUP
     from .jsonl_scan import scan_block
 
     # a line of many MiB: orjson makes its text without a kernel buffer; a cold cache and little
     # read so far: orjson, the scanner not being worth its compile yet
     if len(block) > _HUGE_BLOCK or not SCAN_WARMUP.use_kernel(len(block)):
+        if base is None:
+            raise LinesNeeded(path)
         ids, texts, _ = _parse_lines(block, path, pol, base)
         return ids, texts, buffer
     r = scan_block(block, keys[0], keys[1], buffer)
@@ -176,10 +188,12 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
     if pol.id_field is not None:  # a missing id is an error: orjson's path words it
         status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
     ok = np.flatnonzero(status == OK)
+    kinds = r.id_kind[ok].tolist()
+    if base is None and (ID_ABSENT_OR_NULL in kinds or np.any(status == FALLBACK)):
+        raise LinesNeeded(path)  # an id FILE:LINE, or a line for orjson (which may name it in an error)
     out, raw = memoryview(r.out), memoryview(block)
     texts = [str(out[s:e], "utf-8") for s, e in zip(r.text_start[ok].tolist(), r.text_end[ok].tolist())]
-    kinds = r.id_kind[ok].tolist()
-    lines = (ok + (base + 1)).tolist()
+    lines = (ok + (base + 1)).tolist() if base is not None else [0] * len(kinds)  # None: no id made from a line
     ids = [
         f"{path}:{line}" if kind == ID_ABSENT_OR_NULL else str(raw[s:e] if kind == ID_INTEGER else out[s:e], "utf-8")
         for kind, line, s, e in zip(kinds, lines, r.id_start[ok].tolist(), r.id_end[ok].tolist())
