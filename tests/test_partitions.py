@@ -248,3 +248,33 @@ def test_a_range_that_needs_its_line_numbers_says_so_and_reads_exactly_once_numb
     with pytest.raises(InputError) as err:
         _read_parts_with(numbered, source.options)
     assert (err.value.path, err.value.line) == (str(path), 251)
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"a\nbb\nccc\n",
+        b"\xef\xbb\xbfa\nbb\n",
+        b"no final newline\nlast",
+        b"x" * 300 + b"\n" + b"y\n" * 40 + b"z" * 500,
+        b"\r\n".join(b"line %d " % i + b"w" * (i % 37) for i in range(200)) + b"\r\n",
+    ],
+)
+def test_reused_blocks_are_raw_blocks(monkeypatch, data, block):
+    """Blocks read into reused buffers are raw_blocks' blocks (a long line included: the buffer
+    grows), with the same byte count; each is taken before the next is read."""
+    import io
+
+    from neardup.io import streams
+    from neardup.io.policy import make_policy
+
+    monkeypatch.setattr(streams, "BLOCK", block)
+    found = {}
+    for fn in (streams.raw_blocks, streams.reused_blocks):
+        stats = ReadStats()
+        pol = make_policy("text", None, "fail", stats)
+        found[fn.__name__] = ([bytes(b) for b in fn(io.BytesIO(data), "x", pol)], stats.bytes_read)
+    assert found["reused_blocks"] == found["raw_blocks"]
+    assert b"".join(found["raw_blocks"][0]) == data.removeprefix(b"\xef\xbb\xbf")

@@ -29,7 +29,7 @@ from .policy import (
     missing_text,
     text_not_str,
 )
-from .streams import StreamDamage, damaged, line_blocks, open_input, raw_blocks
+from .streams import StreamDamage, damaged, line_blocks, open_input, raw_blocks, reused_blocks
 
 if TYPE_CHECKING:
     from .write import JsonlSink
@@ -142,14 +142,19 @@ class LinesNeeded(Exception):
     parses. The caller counts the lines before the stream and reads it again."""
 
 
-def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int | None = 0, bom: bool = True) -> Iterator[Chunk]:
+def _scan_jsonl_blocks(
+    stream, path: str, pol: Policy, base: int | None = 0, bom: bool = True, reuse: bool = False
+) -> Iterator[Chunk]:
     """The records of an open JSONL stream, a block at a time, via the scanning kernel; ``base``:
     the lines of the file before the stream's first (a byte range of a file starts later), or
     None when not known: the lines are then not counted, and :class:`LinesNeeded` is raised at
-    the first line whose record would need its number."""
+    the first line whose record would need its number. ``reuse``: the blocks are read into
+    reused buffers (:func:`~neardup.io.streams.reused_blocks`; not with ``utf8_texts``, whose
+    texts may be views of a block)."""
     keys = _field_keys(pol)
     buffer = None  # the kernel's output buffer, reused block after block
-    for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
+    blocks = reused_blocks if reuse and not pol.utf8_texts else raw_blocks
+    for block in blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
         ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer)
         if base is not None:
             base += block_lines(block)

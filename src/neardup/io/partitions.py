@@ -157,6 +157,15 @@ class _Limited:
         self._left -= len(data)
         return data
 
+    def readinto(self, buffer) -> int:
+        """Read at most the bytes left into ``buffer`` (a writable buffer); 0 at the end."""
+        if self._left <= 0:
+            return 0
+        with memoryview(buffer) as view:
+            n = self._raw.readinto(view[: min(len(view), self._left)]) or 0
+        self._left -= n
+        return n
+
     def close(self) -> None:
         self._raw.close()
 
@@ -181,7 +190,7 @@ def _scan_range(part: FilePart, pol: Policy):
     with _Limited(raw, part.end - part.begin) as stream:
         try:
             base = None if part.first_line is None else part.first_line - 1
-            for chunk in _scan_jsonl_blocks(stream, part.path, pol, base, bom=part.begin == 0):
+            for chunk in _scan_jsonl_blocks(stream, part.path, pol, base, bom=part.begin == 0, reuse=True):
                 records += len(chunk.ids)
                 yield chunk
         except StreamDamage as exc:  # the records before the damage are read
