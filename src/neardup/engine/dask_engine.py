@@ -487,7 +487,7 @@ class DaskEngine(LocalEngine):
             if found is None:
                 part, held, found = read_numbered(k)
             ids, lengths, keys, part_stats = found
-            self.scan_bytes["from workers"] += _nbytes(ids) + _nbytes(lengths) + _nbytes(keys)
+            self.scan_bytes["from workers"] += sum(map(len, ids)) + _nbytes(lengths) + _nbytes(keys)  # ids: str
             if part_stats is not None:
                 read_stats.append(part_stats)
             job.ids.extend(ids)
