@@ -10,7 +10,15 @@ import pytest
 
 from neardup.core.errors import InputError
 from neardup.io import ReadStats, read_documents
-from neardup.io.partitions import FilePart, FileSource, ReadOptions, locate_range, merge_stats, split_ranges
+from neardup.io.partitions import (
+    FilePart,
+    FileSource,
+    LinesNeeded,
+    ReadOptions,
+    locate_range,
+    merge_stats,
+    split_ranges,
+)
 
 
 def _locate_here(parts):
@@ -170,3 +178,103 @@ def test_split_ranges_sizes_partitions_by_the_input_bytes(tmp_path):
     assert [(p.source, p.begin, p.end) for p in parts] == [(0, 1000 * i, 1000 * (i + 1)) for i in range(9)] + [
         (1, 0, None)
     ]
+
+
+def _located_without_lines(parts):
+    return [locate_range(p, lines=False) for p in parts]
+
+
+def _run_here(fn, items):
+    return [fn(item) for item in items]
+
+
+def _read_each(parts, options):
+    """Each part's ids, or LinesNeeded when reading it raised that."""
+    out = []
+    for part in parts:
+        try:
+            out.append([i for b in part.batches(options, ReadStats()) for i in b.ids])
+        except LinesNeeded:
+            out.append(LinesNeeded)
+    return out
+
+
+def test_ranges_of_records_with_ids_are_read_without_their_line_numbers(tmp_path):
+    """Not counted, a range after a file's first has no first line number; records that all
+    have ids never need it, and the parts give the whole file's documents."""
+    path = tmp_path / "in.jsonl"
+    _jsonl(path, [json.dumps({"id": f"r{i}", "text": f"text {i} " + "w " * (i % 9)}) for i in range(300)])
+    expected_ids, expected_texts, _ = _read_all([str(path)], batch_size=16)
+    source = FileSource([str(path)], ReadOptions(batch_size=16))
+    parts = source.parts(6, _located_without_lines)
+    assert len(parts) == 6 and parts[0].first_line == 1
+    assert all(p.first_line is None for p in parts[1:])
+    _, ids, texts = _read_parts_with(parts, source.options)
+    assert (ids, texts) == (expected_ids, expected_texts)
+
+
+def _read_parts_with(parts, options):
+    ids, texts = [], []
+    for part in parts:
+        for batch in part.batches(options, ReadStats()):
+            ids += batch.ids
+            texts += batch.texts
+    return parts, ids, texts
+
+
+@pytest.mark.parametrize("bad", ["malformed", "no id", "no text"])
+def test_a_range_that_needs_its_line_numbers_says_so_and_reads_exactly_once_numbered(tmp_path, bad):
+    """A record that needs its line number (a bad line, named in its error; a record without an
+    id, whose id is FILE:LINE) in a range read without it raises LinesNeeded; numbered by
+    number_lines, the ranges give the error's exact line and the whole file's ids."""
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": f"r{i}", "text": f"text {i}"}) for i in range(300)]
+    lines.insert(40, "")  # a blank line shifts the later line numbers
+    lines[250] = {"malformed": '{"id": "x", "text": oops', "no id": '{"text": "no id here"}'}.get(bad, '{"id": "y"}')
+    _jsonl(path, lines)
+    source = FileSource([str(path)], ReadOptions(batch_size=16))
+    parts = source.parts(6, _located_without_lines)
+    hit = next(k for k, p in enumerate(parts) if p.begin <= sum(len(x) + 1 for x in lines[:250]) < p.end)
+    assert hit > 0
+    each = _read_each(parts, source.options)
+    assert [k for k, got in enumerate(each) if got is LinesNeeded] == [hit]
+    numbered = source.number_lines(parts, _run_here)
+    assert [p.first_line for p in numbered] == [p.first_line for p in source.parts(6, _locate_here)]
+    if bad == "no id":
+        expected_ids, _, _ = _read_all([str(path)], batch_size=16)
+        assert _read_parts_with(numbered, source.options)[1] == expected_ids
+        assert f"{path}:251" in expected_ids
+        return
+    with pytest.raises(InputError) as err:
+        _read_parts_with(numbered, source.options)
+    assert (err.value.path, err.value.line) == (str(path), 251)
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"a\nbb\nccc\n",
+        b"\xef\xbb\xbfa\nbb\n",
+        b"no final newline\nlast",
+        b"x" * 300 + b"\n" + b"y\n" * 40 + b"z" * 500,
+        b"\r\n".join(b"line %d " % i + b"w" * (i % 37) for i in range(200)) + b"\r\n",
+    ],
+)
+def test_reused_blocks_are_raw_blocks(monkeypatch, data, block):
+    """Blocks read into reused buffers are raw_blocks' blocks (a long line included: the buffer
+    grows), with the same byte count; each is taken before the next is read."""
+    import io
+
+    from neardup.io import streams
+    from neardup.io.policy import make_policy
+
+    monkeypatch.setattr(streams, "BLOCK", block)
+    found = {}
+    for fn in (streams.raw_blocks, streams.reused_blocks):
+        stats = ReadStats()
+        pol = make_policy("text", None, "fail", stats)
+        found[fn.__name__] = ([bytes(b) for b in fn(io.BytesIO(data), "x", pol)], stats.bytes_read)
+    assert found["reused_blocks"] == found["raw_blocks"]
+    assert b"".join(found["raw_blocks"][0]) == data.removeprefix(b"\xef\xbb\xbf")

@@ -5,9 +5,10 @@ shuffle buckets, and a bucket's entries grouped by (table, key).
 splitmix64 finalizer (Steele, Lea and Flood, OOPSLA 2014) folded over the table number and the
 key's words (:mod:`neardup.engine.dask_groupby` states the rule), in one counting pass and one
 scatter pass. :func:`group_entries` finds the groups of two or more entries with equal
-(table, key): the entries sorted by the key's first word (one scatter pass on its top bits, then
-each small bin by insertion), then each run of equal first words (few entries, since most band
-keys are alone) sorted by (table, other words, document) and cut into groups.
+(table, key): the entries sorted by the top bits of the key's first word (one NumPy sort of the
+words with their low bits replaced by the entry's number, :func:`by_prefix`), then each run of
+equal top bits (few entries, since the words are hash values and most band keys are alone)
+sorted by (table, key words, document) and cut into groups.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import numba as nb
 import numpy as np
 
 from .hashing import SPLITMIX_GAMMA, splitmix_mix
-from .sorting import radix_sort_with
 
 _INSERTION = 32  # runs up to this long are sorted by insertion
 
@@ -64,10 +64,10 @@ def split_entries(keys, member, start, buckets):
 
 @nb.njit(inline="always")
 def _less(x, y, table, key, doc):
-    """Entry x before entry y in (table, key words after the first, document) order."""
+    """Entry x before entry y in (table, key words, document) order."""
     if table[x] != table[y]:
         return table[x] < table[y]
-    for q in range(1, key.shape[1]):
+    for q in range(key.shape[1]):
         if key[x, q] != key[y, q]:
             return key[x, q] < key[y, q]
     return doc[x] < doc[y]
@@ -77,7 +77,7 @@ def _less(x, y, table, key, doc):
 def _same(x, y, table, key):
     if table[x] != table[y]:
         return False
-    for q in range(1, key.shape[1]):
+    for q in range(key.shape[1]):
         if key[x, q] != key[y, q]:
             return False
     return True
@@ -128,54 +128,37 @@ def _sort_run(run, tmp, table, key, doc):
         run[:] = src
 
 
-@nb.njit(cache=True, nogil=True)
-def _by_first_word(key):
-    """``(first, order)``: the keys' first words sorted, and the entries in that order (ties in
-    input order). One scatter pass on the top bits (about 16 entries a bin; the words are hash
-    values, so the bins are even), then each bin sorted by insertion, in cache."""
-    m = key.shape[0]
-    bits = 4
-    while bits < 20 and (m >> (bits + 4)) > 0:
-        bits += 1
-    shift = np.uint64(64 - bits)
-    cnt = np.zeros((1 << bits) + 1, dtype=np.int64)
-    for i in range(m):
-        cnt[np.int64(key[i, 0] >> shift) + 1] += 1
-    for v in range(1 << bits):
-        cnt[v + 1] += cnt[v]
-    fill = cnt[:-1].copy()
-    first = np.empty(m, dtype=np.uint64)
-    order = np.empty(m, dtype=np.int64)
-    for i in range(m):
-        d = np.int64(key[i, 0] >> shift)
-        p = fill[d]
-        first[p] = key[i, 0]
-        order[p] = i
-        fill[d] = p + 1
-    for v in range(1 << bits):
-        s, e = cnt[v], cnt[v + 1]
-        if e - s > 64:  # an uneven bin
-            radix_sort_with(first[s:e], order[s:e])
-            continue
-        for i in range(s + 1, e):  # insertion: stable
-            k, x = first[i], order[i]
-            j = i - 1
-            while j >= s and first[j] > k:
-                first[j + 1] = first[j]
-                order[j + 1] = order[j]
-                j -= 1
-            first[j + 1] = k
-            order[j + 1] = x
-    return first, order
+def by_prefix(first: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(packed, bits)``: the key's first words with their low ``bits`` replaced by the entry's
+    number, sorted (``packed >> bits`` is the top of the word, ``packed & (2**bits - 1)`` the
+    entry): one vectorised NumPy sort, several times faster here than an argsort or a numba
+    scatter pass. Entries whose words share the top bits are neighbours; :func:`_group_sorted`
+    sorts each such run on the whole key."""
+    m = first.shape[0]
+    bits = max(1, (m - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    packed = (first & ~low) | np.arange(m, dtype=np.uint64)
+    packed.sort()
+    return packed, bits
 
 
-@nb.njit(cache=True, nogil=True)
-def group_entries(table, key, doc):
+def group_entries(table: np.ndarray, key: np.ndarray, doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The groups of two or more entries with equal (table, key): ``(picked, bounds)``, group
     ``g`` being the entries ``picked[bounds[g]:bounds[g + 1]]``, in document order. Groups come in
-    order of the key's first word, then table, then the other words."""
+    order of the top bits of the key's first word (:func:`by_prefix`), then table, then the
+    key's words."""
+    packed, bits = by_prefix(np.ascontiguousarray(key[:, 0]) if len(doc) else np.empty(0, np.uint64))
+    return _group_sorted(table, key, doc, packed, np.uint64(bits))
+
+
+@nb.njit(cache=True, nogil=True)
+def _group_sorted(table, key, doc, packed, bits):
+    """:func:`group_entries` of the entries sorted by :func:`by_prefix` (``packed``)."""
     m = doc.shape[0]
-    first, order = _by_first_word(key)
+    low = (np.uint64(1) << bits) - np.uint64(1)
+    order = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        order[i] = np.int64(packed[i] & low)
     picked = np.empty(m, dtype=np.int64)
     bounds = np.empty(m // 2 + 2, dtype=np.int64)
     bounds[0] = 0
@@ -184,7 +167,7 @@ def group_entries(table, key, doc):
     g = 0
     s = 0
     for i in range(1, m + 1):
-        if i == m or first[i] != first[s]:
+        if i == m or (packed[i] >> bits) != (packed[s] >> bits):
             if i - s >= 2:
                 run = order[s:i]
                 _sort_run(run, tmp, table, key, doc)

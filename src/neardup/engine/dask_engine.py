@@ -57,10 +57,12 @@ from ..core.errors import InputChangedError
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
+from ..io.jsonl import LinesNeeded
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
     bucket_entries,
+    check_bucket,
     connect_with_rows,
     entries_bytes,
     grouped_entries,
@@ -71,6 +73,7 @@ from .dask_groupby import (
     shards_entries,
     similarity_with_rows,
     take_group_rows,
+    union_docs,
     unique_pairs,
     verify_bucket,
     verify_with_rows,
@@ -123,7 +126,10 @@ def _load(part) -> tuple[list[DocBatch], Any]:
 def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
     """First scan, phase 1: read the partition and (with the pre-pass) prepare it; the result
     stays on the worker until phase 2."""
-    batches, stats = _load(part)
+    try:
+        batches, stats = _load(part)
+    except LinesNeeded:  # read again once its first line number is known
+        return None
     if prepass is None:
         items = [(b, text_lengths(b.texts), None, None) for b in batches]
     else:
@@ -131,8 +137,11 @@ def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
     return items, stats
 
 
-def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, Any]:
-    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters."""
+def _summary(held) -> tuple[list[str], np.ndarray, np.ndarray | None, Any] | None:
+    """What the driver needs of phase 1: ids, text lengths, exact keys (pre-pass), read counters
+    (None: the partition needs its first line number)."""
+    if held is None:
+        return None
     items, stats = held
     ids = [i for item in items for i in item[0].ids]
     lengths = np.concatenate([item[1] for item in items]) if items else np.empty(0, np.int64)
@@ -265,6 +274,12 @@ def _taken_bytes(*taken) -> int:
     return sum(int(docs.nbytes) + sum(int(a.nbytes) for a in rows.values()) for docs, rows in taken)
 
 
+def _prefer(address: str) -> dict[str, Any]:
+    """``client.submit`` options that run a task on the worker at ``address`` when it is there
+    (elsewhere when it is not, as after a worker is lost); none for an unknown address."""
+    return {"workers": [address], "allow_other_workers": True} if address else {}
+
+
 def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return result[0], result[1], result[2]
 
@@ -323,6 +338,9 @@ class DaskEngine(LocalEngine):
         self.worker_state = bool(worker_state)
         self.input_partitions = 0
         """Input partitions of the last job."""
+        self.counted_lines = False
+        """Whether the last job counted the lines of its byte ranges (a job that reads its input
+        once counts them only when a record needs its line number)."""
         self.row_bytes: dict[str, int] = {}
         """Bytes of per-document rows moved between workers by the last job (worker state only)."""
         self.partitions = None if partitions is None else check_int("partitions", partitions, 1, 1 << 20)
@@ -349,6 +367,7 @@ class DaskEngine(LocalEngine):
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
         self.input_partitions = 0
+        self.counted_lines = False
         self.row_bytes = {}
         progress = progress or NoProgress()
         state: dict[str, Any] = {}
@@ -375,7 +394,9 @@ class DaskEngine(LocalEngine):
                 if isinstance(stage, Scan):
                     reducer = stage.reduce(config)
                     if job.parts is None:
-                        self._first_scan_parts(stage, config, inputs, plan.prepass, job, reducer, progress)
+                        self._first_scan_parts(
+                            stage, config, inputs, plan.prepass, job, reducer, progress, lines=plan.scans > 1
+                        )
                         if job.groups is not None:
                             counters["exact_duplicates"] = job.groups.n_duplicates
                     else:
@@ -397,15 +418,19 @@ class DaskEngine(LocalEngine):
         info = self.client.scheduler_info()
         return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
 
-    def _source_parts(self, source: PartitionedSource) -> list[Any]:
+    def _run_on_workers(self, fn, items: list) -> list:
+        return self.client.gather(self.client.map(fn, items, pure=False, retries=self.retries))
+
+    def _source_parts(self, source: PartitionedSource, lines: bool = True) -> list[Any]:
         """The partitions of a source the workers read themselves: ``partitions`` of them, or
         the source's choice (at least 4 per worker thread); what must be looked at in the data
-        to cut them (line bounds of byte ranges) is looked at on the workers."""
-
-        def run(fn, items: list) -> list:
-            return self.client.gather(self.client.map(fn, items, pure=False, retries=self.retries))
-
-        return source.partitions(self.partitions, 4 * self._cluster_threads(), run)
+        to cut them (line bounds of byte ranges) is looked at on the workers. Without ``lines``
+        (a source that can leave them out: :meth:`~neardup.io.partitions.FileSource.number_lines`)
+        the byte ranges' newlines are counted only if a partition needs them."""
+        minimum = 4 * self._cluster_threads()
+        if not lines and hasattr(source, "number_lines"):
+            return source.partitions(self.partitions, minimum, self._run_on_workers, lines=False)
+        return source.partitions(self.partitions, minimum, self._run_on_workers)
 
     def _run_sharded(self, plan: Plan, sharded: Sharded, job: _Job, keep, want_pairs, progress) -> JobResult:
         """The plan with its per-document state left on the workers: the stages before its last
@@ -449,26 +474,42 @@ class DaskEngine(LocalEngine):
         """The scan whose results stay on the workers as shards (``job.shards``): the first
         scan (with the pre-pass admission) or a later one (the representatives read again)."""
         if job.parts is None:
-            self._first_scan_parts(scan, plan.config, inputs, plan.prepass, job, None, progress, columns)
+            lines = plan.scans > 1  # a job that reads its input once numbers lines only when it must
+            self._first_scan_parts(scan, plan.config, inputs, plan.prepass, job, None, progress, columns, lines=lines)
         else:
             self._scan_again(scan, plan.config, inputs, job, None, progress, columns)
 
     def _first_scan_parts(
-        self, stage, config, inputs, prepass, job: _Job, reducer, progress, columns: tuple | None = None
+        self,
+        stage,
+        config,
+        inputs,
+        prepass,
+        job: _Job,
+        reducer,
+        progress,
+        columns: tuple | None = None,
+        lines: bool = True,
     ) -> None:
         """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
         result stays there; ids, lengths and exact keys come here to be admitted in input order;
         phase 2 (the method's map) runs on the worker that holds phase 1, and its parts come
         back to ``reducer`` or, with ``columns``, are reduced there into a shard that stays
-        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once."""
+        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once.
+        Without ``lines`` (a job that reads its input once) byte ranges are read without their
+        first line numbers; the first one whose records need them (an id ``FILE:LINE``, an
+        error naming its line) has every range's lines counted and is read again."""
         from dask.distributed import wait
 
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         admission = ExactPrepass() if prepass is not None else None
+        listed: list[Any] = []
+        numbered = self.counted_lines = lines
         if _reads_on_workers(job.source):
-            parts: Iterable[Any] = self._source_parts(job.source)
-            self.input_partitions = len(parts)
+            listed = self._source_parts(job.source, lines)
+            parts: Iterable[Any] = (listed[k] for k in range(len(listed)))  # numbered ones once counted
+            self.input_partitions = len(listed)
             stats = job.source.claim_stats()
         else:
             parts, stats = job.source(), None
@@ -478,11 +519,35 @@ class DaskEngine(LocalEngine):
         second: deque = deque()
         doc_start = sub_start = 0
 
+        def read_first(k: int, part):
+            held = client.submit(_read_first, stage, config, prepass, part, pure=False, retries=retries)
+            return k, part, held, client.submit(_summary, held, retries=retries)
+
+        def read_numbered(k: int):
+            """Partition ``k`` read again with its first line number: the lines of every range
+            are counted once, and the partitions in flight are read again numbered too (an
+            input without ids needs them all)."""
+            nonlocal numbered
+            if not numbered:
+                listed[:] = job.source.number_lines(listed, self._run_on_workers)
+                numbered = self.counted_lines = True
+                for i, entry in enumerate(first):
+                    if getattr(entry[1], "first_line", 1) is None:
+                        first[i] = read_first(entry[0], listed[entry[0]])
+            _, part, held, summary = read_first(k, listed[k])
+            found = summary.result()
+            if found is None:
+                raise RuntimeError(f"{part.describe()} needed its line numbers when they were given")
+            return part, held, found
+
         def admit_oldest() -> None:
             nonlocal doc_start, sub_start
-            part, held, summary = first.popleft()
-            ids, lengths, keys, part_stats = summary.result()
-            self.scan_bytes["from workers"] += _nbytes(ids) + _nbytes(lengths) + _nbytes(keys)
+            k, part, held, summary = first.popleft()
+            found = summary.result()
+            if found is None:
+                part, held, found = read_numbered(k)
+            ids, lengths, keys, part_stats = found
+            self.scan_bytes["from workers"] += sum(map(len, ids)) + _nbytes(lengths) + _nbytes(keys)  # ids: str
             if part_stats is not None:
                 read_stats.append(part_stats)
             job.ids.extend(ids)
@@ -518,10 +583,9 @@ class DaskEngine(LocalEngine):
                     future.result()
             progress.advance(n)
 
-        for part in parts:
+        for k, part in enumerate(parts):
             self.scan_bytes["to workers"] += _nbytes(part)
-            held = client.submit(_read_first, stage, config, prepass, part, pure=False, retries=retries)
-            first.append((part, held, client.submit(_summary, held, retries=retries)))
+            first.append(read_first(k, part))
             if len(first) >= window:
                 admit_oldest()
             if len(second) >= window:
@@ -647,13 +711,58 @@ class DaskEngine(LocalEngine):
         """The shards by the worker that holds them (shard numbers, in order): a task over one
         group's shards runs where they are, so the candidate stage has tasks per worker, not
         per shard. A shard recomputed elsewhere meanwhile is fetched, which changes no answer."""
+        return self._shard_holders(job)[0]
+
+    def _shard_holders(self, job: _Job) -> tuple[list[list[int]], list[str]]:
+        """:meth:`_shard_groups` and the address of each group's worker ("" when unknown)."""
         futures = [f for _, _, f in job.shards]
         holders = self.client.who_has(futures)
         groups: dict[str, list[int]] = {}
         for k, f in enumerate(futures):
             where = holders.get(f.key) or ("",)
             groups.setdefault(min(where), []).append(k)
-        return list(groups.values())
+        return list(groups.values()), list(groups)
+
+    def _verify_buckets(self, check, fn, config: Any, grouped: list, held: list[list], where: list[str]) -> tuple:
+        """Submit the verification of every bucket: bucket ``b`` on worker ``b mod W`` (a
+        preference: Dask runs it elsewhere if that worker is gone), where it reads that
+        worker's shards in place; each other worker sends the rows of the documents of all
+        of that worker's buckets once (one take each, shared by those buckets) instead of
+        once per bucket. Returns the buckets' result futures and the takes' byte counts."""
+        client, retries, buckets = self.client, self.retries, len(grouped)
+        count = len(held)
+        results: list = [None] * buckets
+        moved = []
+        for i in range(count):
+            mine = list(range(i, buckets, count))
+            if not mine:
+                continue
+            wanted = client.submit(
+                union_docs, *[grouped[b] for b in mine], retries=retries, priority=4 * buckets, **_prefer(where[i])
+            )
+            taken = [
+                client.submit(
+                    take_group_rows, wanted, *held[j], retries=retries, priority=2 * buckets + 1, **_prefer(where[j])
+                )
+                for j in range(count)
+                if j != i
+            ]
+            moved += [client.submit(_taken_bytes, t) for t in taken]
+            for b in mine:
+                results[b] = client.submit(
+                    check_bucket,
+                    check,
+                    fn,
+                    config,
+                    grouped[b],
+                    len(held[i]),
+                    *held[i],
+                    *taken,
+                    retries=retries,
+                    priority=2 * (buckets - b) + 1,
+                    **_prefer(where[i]),
+                )
+        return results, moved
 
     def _sharded_group_by(
         self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
@@ -668,7 +777,7 @@ class DaskEngine(LocalEngine):
         t0 = time.perf_counter()
         n = sum(m for _, m, _ in job.shards)
         buckets = self.partitions or 4 * self._cluster_threads()
-        groups = self._shard_groups(job) if job.shards else []
+        groups, where = self._shard_holders(job) if job.shards else ([], [])
         held = [[job.shards[k][2] for k in group] for group in groups]
         empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
         entries = [
@@ -682,22 +791,15 @@ class DaskEngine(LocalEngine):
                 *[client.submit(getitem, e, b, priority=4 * buckets) for e in entries],
                 retries=retries,
                 priority=4 * buckets,
+                **_prefer(where[b % len(where)] if where else ""),
             )
             for b in range(buckets if job.shards else 0)  # a job without documents has no buckets
         ]
         del entries  # each worker's entries are released once every bucket has its piece
-        taken = [
-            [client.submit(take_group_rows, g, *fs, retries=retries, priority=2 * (buckets - b)) for fs in held]
-            for b, g in enumerate(grouped)
-        ]
-        moved = [client.submit(_taken_bytes, *t) for t in taken] if job.shards else []
         check = verify_with_rows if want_pairs or sharded.connect is None else connect_with_rows
         fn = sharded.verify if check is verify_with_rows else sharded.connect  # connect: clusters only
-        results = [
-            client.submit(check, fn, config, g, *t, retries=retries, priority=2 * (buckets - b) + 1)
-            for b, (g, t) in enumerate(zip(grouped, taken))
-        ]
-        del grouped, taken  # rows are released as their bucket is verified
+        results, moved = self._verify_buckets(check, fn, config, grouped, held, where) if job.shards else ([], [])
+        del grouped  # rows are released as their worker's buckets are verified
         out = self._components(n, results, want_pairs) if job.shards else _no_components(want_pairs)
         found = client.gather(empty)
         per_shard = [None] * len(job.shards)

@@ -216,9 +216,70 @@ def take_group_rows(wanted, *shards: dict[str, Any]) -> tuple[np.ndarray, dict[s
     return docs, rows
 
 
+def union_docs(*buckets: dict[str, np.ndarray]) -> np.ndarray:
+    """The sorted documents named by any of the grouped ``buckets`` (:func:`grouped_entries`):
+    what one worker's buckets need, so that another worker sends each row once for all of them."""
+    if not buckets:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate([b["docs"] for b in buckets]))
+
+
+def rows_from(wanted: np.ndarray, shards: tuple, taken: tuple) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(wanted, rows)``: the rows of the sorted documents ``wanted``, in that order, copied
+    once from the ``shards`` that hold them (on this worker: read in place) and from rows
+    ``taken`` from other workers' shards (``(docs, rows)``, docs sorted, possibly a superset:
+    a worker's buckets share one take). Every wanted document must be in one of them."""
+    wanted = np.asarray(wanted, dtype=np.int64)
+    out: dict[str, Any] = {}
+    pieces: dict[str, list] = {}  # columns of row objects (not arrays): (positions, rows) pieces
+    filled = 0
+
+    def put(at, columns: dict[str, Any], src: np.ndarray) -> None:
+        for name, column in columns.items():
+            if not isinstance(column, np.ndarray):
+                positions = np.arange(at.start, at.stop) if isinstance(at, slice) else at
+                pieces.setdefault(name, []).append((positions, _take(column, src)))
+                continue
+            if name not in out:
+                out[name] = np.empty((len(wanted), *column.shape[1:]), dtype=column.dtype)
+            out[name][at] = column[src]
+
+    for shard in shards:
+        start = shard["start"]
+        lo, hi = np.searchsorted(wanted, [start, start + shard["n"]])
+        if hi > lo:
+            put(slice(lo, hi), shard["rows"], wanted[lo:hi] - start)
+            filled += int(hi - lo)
+    for docs, rows in taken:
+        if not len(docs):
+            continue
+        pos = np.minimum(np.searchsorted(docs, wanted), len(docs) - 1)
+        at = np.flatnonzero(docs[pos] == wanted)
+        if len(at):
+            put(at, rows, pos[at])
+            filled += len(at)
+    if filled != len(wanted):
+        raise RuntimeError(f"rows of {len(wanted) - filled} of {len(wanted)} documents were not found in any shard")
+    for name, parts in pieces.items():  # joined, then put in the order of wanted
+        order = np.argsort(np.concatenate([positions for positions, _ in parts]), kind="stable")
+        out[name] = _take(_concat([rows for _, rows in parts]), order)
+    return wanted, out
+
+
+def check_bucket(check, fn, config: Any, bucket: dict[str, np.ndarray], shards_here: int, *sources):
+    """``check`` (:func:`verify_with_rows` or :func:`connect_with_rows`) of one bucket on the
+    worker that holds the first ``shards_here`` of ``sources`` (shards, read in place); the rest
+    are rows taken from the other workers' shards for all this worker's buckets."""
+    rows = rows_from(bucket["docs"], sources[:shards_here], sources[shards_here:])
+    return check(fn, config, bucket, rows)
+
+
 def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """Rows taken from shards (disjoint documents): their documents and rows, joined, and the
     order that sorts the documents (the pieces may come from shards in any order)."""
+    if len(taken) == 1 and np.all(taken[0][0][1:] > taken[0][0][:-1]):  # one sorted piece: no copy
+        docs, rows = taken[0]
+        return docs, rows, np.arange(len(docs))
     docs = np.concatenate([t[0] for t in taken])
     rows = {name: _concat([t[1][name] for t in taken]) for name in taken[0][1]}
     return docs, rows, np.argsort(docs, kind="stable")

@@ -30,7 +30,7 @@ from .policy import (
     missing_text,
     text_not_str,
 )
-from .streams import StreamDamage, damaged, line_blocks, open_input, raw_blocks
+from .streams import StreamDamage, damaged, line_blocks, open_input, raw_blocks, reused_blocks
 
 if TYPE_CHECKING:
     from .write import JsonlSink
@@ -137,14 +137,28 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
             pol.reject(damaged(path, exc, records))
 
 
-def _scan_jsonl_blocks(stream, path: str, pol: Policy, base: int = 0, bom: bool = True) -> Iterator[Chunk]:
+class LinesNeeded(Exception):
+    """A stream read without knowing its first line number (``base`` None) met a line whose
+    record needs it: an id ``FILE:LINE``, an error naming the line, or a line only the slow path
+    parses. The caller counts the lines before the stream and reads it again."""
+
+
+def _scan_jsonl_blocks(
+    stream, path: str, pol: Policy, base: int | None = 0, bom: bool = True, reuse: bool = False
+) -> Iterator[Chunk]:
     """The records of an open JSONL stream, a block at a time, via the scanning kernel; ``base``:
-    the lines of the file before the stream's first (a byte range of a file starts later)."""
+    the lines of the file before the stream's first (a byte range of a file starts later), or
+    None when not known: the lines are then not counted, and :class:`LinesNeeded` is raised at
+    the first line whose record would need its number. ``reuse``: the blocks are read into
+    reused buffers (:func:`~neardup.io.streams.reused_blocks`; not with ``utf8_texts``, whose
+    texts may be views of a block)."""
     keys = _field_keys(pol)
     buffer = None  # the kernel's output buffer, reused block after block
-    for block in raw_blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
+    blocks = reused_blocks if reuse and not pol.utf8_texts else raw_blocks
+    for block in blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
         ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer)
-        base += block_lines(block)
+        if base is not None:
+            base += block_lines(block)
         if ids:
             yield Chunk(ids, texts, None)
 
@@ -168,10 +182,13 @@ def block_lines(block) -> int:
 _COUNT_STEP = 1 << 20
 
 
-def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, bytes], buffer, packed: bool = False):
+def _parse_block(
+    block, path: str, pol: Policy, base: int | None, keys: tuple[bytes, bytes], buffer, packed: bool = False
+):
     """``(ids, texts, buffer)`` of the records of one block whose first line is line ``base + 1``
     of ``path``: one kernel call, then ``orjson`` on the lines it declines; ``buffer``: the
-    kernel's output buffer to reuse (returned, possibly grown). ``packed``: when the kernel read
+    kernel's output buffer to reuse (returned, possibly grown). ``base`` None: the block's
+    records must not need a line number (:class:`LinesNeeded`). ``packed``: when the kernel read
     every line, the texts are its unescaped UTF-8 spans copied into a
     :class:`~neardup.text.utf8.PackedTexts`, no ``str`` made (the ids are ``str`` as always)."""
     from .._kernels.jsonl import FALLBACK, ID_ABSENT_OR_NULL, ID_INTEGER, OK, SCAN_WARMUP
@@ -180,6 +197,8 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
     # a line of many MiB: orjson makes its text without a kernel buffer; a cold cache and little
     # read so far: orjson, the scanner not being worth its compile yet
     if len(block) > _HUGE_BLOCK or not SCAN_WARMUP.use_kernel(len(block)):
+        if base is None:
+            raise LinesNeeded(path)
         ids, texts, _ = _parse_lines(block, path, pol, base)
         return ids, texts, buffer
     r = scan_block(block, keys[0], keys[1], buffer)
@@ -188,6 +207,8 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
         status = np.where((status == OK) & (r.id_kind == ID_ABSENT_OR_NULL), np.uint8(FALLBACK), status)
     ok = np.flatnonzero(status == OK)
     declined = np.flatnonzero(status == FALLBACK)
+    if base is None and (len(declined) or (r.id_kind[ok] == ID_ABSENT_OR_NULL).any()):
+        raise LinesNeeded(path)  # an id FILE:LINE, or a line for orjson (which may name it in an error)
     out, raw = memoryview(r.out), memoryview(block)
     if packed and not len(declined):
         texts = PackedTexts.gather(r.out, r.text_start[ok], r.text_end[ok])
@@ -200,7 +221,7 @@ def _parse_block(block, path: str, pol: Policy, base: int, keys: tuple[bytes, by
             np.frombuffer(block, np.uint8) if kinds[0] == ID_INTEGER else r.out, r.id_start[ok], r.id_end[ok]
         )
     else:
-        lines = (ok + (base + 1)).tolist()
+        lines = (ok + (base + 1)).tolist() if base is not None else [0] * len(ok)  # None: no id made from a line
         ids = [
             f"{path}:{line}"
             if kind == ID_ABSENT_OR_NULL

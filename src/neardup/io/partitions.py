@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -36,13 +37,23 @@ from ..core.documents import DocBatch
 from ..core.parallel import Threads
 from ..text.html import html_to_text
 from .formats import compression
-from .jsonl import _scan_jsonl_blocks
+from .jsonl import LinesNeeded, _scan_jsonl_blocks
 from .paths import file_size, open_binary
 from .policy import Policy, ReadStats, make_policy, unreadable, unreadable_errors
 from .read import _batches, resolve_inputs, scan
 from .streams import BLOCK, StreamDamage, damaged
 
-__all__ = ["FilePart", "FileSource", "ReadOptions", "line_bases", "locate_range", "merge_stats", "split_ranges"]
+__all__ = [
+    "FilePart",
+    "FileSource",
+    "LinesNeeded",
+    "ReadOptions",
+    "count_lines",
+    "line_bases",
+    "locate_range",
+    "merge_stats",
+    "split_ranges",
+]
 
 PARTITION_BYTES = 32 << 20
 """Default partition size: splittable input bytes per partition."""
@@ -77,15 +88,17 @@ class ReadOptions:
 @dataclass(frozen=True)
 class FilePart:
     """One partition of the input: a whole file (``end`` None) or bytes ``[begin, end)`` of an
-    uncompressed JSONL file whose first line is line ``first_line``. ``source`` numbers the
-    expanded input it belongs to (its reading order)."""
+    uncompressed JSONL file whose first line is line ``first_line`` (None: not counted; reading
+    it raises :class:`~neardup.io.jsonl.LinesNeeded` at the first record that needs a line
+    number, and :meth:`FileSource.number_lines` gives it). ``source`` numbers the expanded input
+    it belongs to (its reading order)."""
 
     source: int
     path: str
     fmt: str
     begin: int = 0
     end: int | None = None
-    first_line: int = 1
+    first_line: int | None = 1
     options: ReadOptions = ReadOptions()
 
     def load(self) -> tuple[list[DocBatch], ReadStats]:
@@ -144,6 +157,15 @@ class _Limited:
         self._left -= len(data)
         return data
 
+    def readinto(self, buffer) -> int:
+        """Read at most the bytes left into ``buffer`` (a writable buffer); 0 at the end."""
+        if self._left <= 0:
+            return 0
+        with memoryview(buffer) as view:
+            n = self._raw.readinto(view[: min(len(view), self._left)]) or 0
+        self._left -= n
+        return n
+
     def close(self) -> None:
         self._raw.close()
 
@@ -167,7 +189,8 @@ def _scan_range(part: FilePart, pol: Policy):
     records = 0
     with _Limited(raw, part.end - part.begin) as stream:
         try:
-            for chunk in _scan_jsonl_blocks(stream, part.path, pol, part.first_line - 1, bom=part.begin == 0):
+            base = None if part.first_line is None else part.first_line - 1
+            for chunk in _scan_jsonl_blocks(stream, part.path, pol, base, bom=part.begin == 0, reuse=True):
                 records += len(chunk.ids)
                 yield chunk
         except StreamDamage as exc:  # the records before the damage are read
@@ -217,45 +240,77 @@ def _line_start_after(f, offset: int, size: int) -> int:
         pos += len(data)
 
 
-def locate_range(part: FilePart) -> tuple[int, int, int]:
+def _newlines(f, begin: int, end: int) -> int:
+    """The ``\\n`` bytes of ``[begin, end)`` of an open binary file."""
+    newlines = 0
+    if end > begin:
+        f.seek(begin)
+        left = end - begin
+        while left > 0:
+            data = f.read(min(BLOCK * 4, left))
+            if not data:
+                break
+            # a vectorised compare counts ~3x faster than bytes.count's byte loop
+            newlines += int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+            left -= len(data)
+    return newlines
+
+
+def locate_range(part: FilePart, lines: bool = True) -> tuple[int, int, int | None]:
     """``(begin, end, newlines)``: the true bounds of a range by the splitting rule (module docs)
-    and the number of ``\\n`` between them. Runs where the file is read; an unreadable file gives
-    ``(start, start, 0)``, and the error comes when the range is read."""
+    and the number of ``\\n`` between them (None without ``lines``: not counted). Runs where the
+    file is read; an unreadable file gives ``(start, start, 0)``, and the error comes when the
+    range is read."""
     try:
         size = file_size(part.path)
         with open_binary(part.path) as f:
             begin = _line_start_after(f, part.begin, size)
             end = _line_start_after(f, part.end, size)
-            newlines = 0
-            if end > begin:
-                f.seek(begin)
-                left = end - begin
-                while left > 0:
-                    data = f.read(min(BLOCK * 4, left))
-                    if not data:
-                        break
-                    # a vectorised compare counts ~3x faster than bytes.count's byte loop
-                    newlines += int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
-                    left -= len(data)
+            newlines = _newlines(f, begin, end) if lines else None
     except unreadable_errors():
         return part.begin, part.begin, 0
     return begin, max(begin, end), newlines
 
 
-def line_bases(parts: Sequence[FilePart], located: Sequence[tuple[int, int, int]]) -> list[FilePart]:
+def count_lines(part: FilePart) -> int:
+    """The ``\\n`` bytes of a located range (0 for an unreadable file, whose error comes when
+    the range is read)."""
+    try:
+        with open_binary(part.path) as f:
+            return _newlines(f, part.begin, part.end)
+    except unreadable_errors():
+        return 0
+
+
+def line_bases(parts: Sequence[FilePart], located: Sequence[tuple[int, int, int | None]]) -> list[FilePart]:
     """The ranges with their true bounds and first line numbers (newlines prefix-summed per
-    file); empty ranges are dropped, except a file's first (the file still counts as read).
-    Whole files (``end`` None) pass unchanged."""
+    file; None after a range whose newlines were not counted: a file's first range is line 1
+    all the same); empty ranges are dropped, except a file's first (the file still counts as
+    read). Whole files (``end`` None) pass unchanged."""
     out: list[FilePart] = []
-    lines: dict[int, int] = {}
+    lines: dict[int, int | None] = {}
     for part, (begin, end, newlines) in zip(parts, located):
         if part.end is None:  # a whole file
             out.append(part)
             continue
         first = lines.get(part.source, 0)
-        lines[part.source] = first + newlines
+        lines[part.source] = None if first is None or newlines is None else first + newlines
         if begin < end or part.begin == 0:
-            out.append(replace(part, begin=begin, end=end, first_line=first + 1))
+            out.append(replace(part, begin=begin, end=end, first_line=None if first is None else first + 1))
+    return out
+
+
+def number_lines(parts: Sequence[FilePart], newlines: Sequence[int]) -> list[FilePart]:
+    """``parts`` (located, in reading order) with every range's first line number, from the
+    ``newlines`` of each range (:func:`count_lines`; whole files' entries are ignored)."""
+    out: list[FilePart] = []
+    lines: dict[int, int] = {}
+    for part, count in zip(parts, newlines):
+        if part.end is not None:
+            first = lines.get(part.source, 0)
+            lines[part.source] = first + count
+            part = replace(part, first_line=first + 1)
+        out.append(part)
     return out
 
 
@@ -334,7 +389,9 @@ class FileSource:
         self._fresh = False
         return stats
 
-    def parts(self, target: int, locate: Callable[[list[FilePart]], list[tuple[int, int, int]]]) -> list[FilePart]:
+    def parts(
+        self, target: int, locate: Callable[[list[FilePart]], list[tuple[int, int, int | None]]]
+    ) -> list[FilePart]:
         """About ``target`` partitions, in reading order; ``locate`` runs :func:`locate_range` on
         each byte range (the Dask engine runs it on its workers)."""
         parts = split_ranges(self.sources, target)
@@ -344,12 +401,26 @@ class FileSource:
             parts = line_bases(parts, [next(found) if p.end is not None else (0, 0, 0) for p in parts])
         return [replace(p, options=self.options) for p in parts]
 
-    def partitions(self, count: int | None, minimum: int, run: Callable[[Callable, list], list]) -> list[FilePart]:
+    def partitions(
+        self, count: int | None, minimum: int, run: Callable[[Callable, list], list], lines: bool = True
+    ) -> list[FilePart]:
         """:meth:`parts` for an engine (:class:`~neardup.core.documents.PartitionedSource`):
         ``count`` of them, or by default at least ``minimum`` and one per
-        :data:`PARTITION_BYTES` of splittable input; the ranges are located by ``run``."""
+        :data:`PARTITION_BYTES` of splittable input; the ranges are located by ``run``. Without
+        ``lines`` their newlines are not counted (a range after a file's first has no first
+        line number; see :meth:`number_lines`): an input whose records all have ids and no
+        errors never needs them, and counting reads the input once more."""
         target = count or max(minimum, -(-self.input_bytes() // PARTITION_BYTES))
-        return self.parts(target, lambda ranged: run(locate_range, ranged))
+        locate = locate_range if lines else partial(locate_range, lines=False)
+        return self.parts(target, lambda ranged: run(locate, ranged))
+
+    def number_lines(self, parts: list[FilePart], run: Callable[[Callable, list], list]) -> list[FilePart]:
+        """``parts`` of :meth:`partitions` with every range's first line number (the newlines of
+        every range counted by ``run``), for reading the ones that raised
+        :class:`~neardup.io.jsonl.LinesNeeded`."""
+        ranged = [p for p in parts if p.end is not None]
+        found = iter(run(count_lines, ranged) if ranged else [])
+        return number_lines(parts, [next(found) if p.end is not None else 0 for p in parts])
 
     def add_read_stats(self, stats: ReadStats, parts: list[FilePart], found: list[ReadStats]) -> None:
         """Add the counters of the partitions' reads (in order) to ``stats``."""

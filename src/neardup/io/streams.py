@@ -239,6 +239,58 @@ def raw_blocks(stream, name: str, pol: Policy, damage: bool = False, *, bom: boo
         yield pending
 
 
+def reused_blocks(stream, name: str, pol: Policy, damage: bool = False, *, bom: bool = True) -> Iterator[bytearray]:
+    """:func:`raw_blocks` (the same blocks, damage and byte counts) read with ``readinto`` into
+    one buffer and each handed out in one ``bytearray`` that is reused: a block is valid only
+    until the next one is asked for, so the caller must keep nothing that refers to it (a
+    ``str`` made from it is a copy). Fresh blocks each cost new pages (under a small
+    ``MALLOC_TRIM_THRESHOLD_``, as Dask's workers have, every allocation of 128 KiB or more is a
+    new ``mmap``: ~512 page faults a MiB read, for the read and for the block cut from it); these
+    two buffers are faulted once per stream. A stream without ``readinto`` gets :func:`raw_blocks`.
+    """
+    if not hasattr(stream, "readinto"):
+        yield from raw_blocks(stream, name, pol, damage, bom=bom)
+        return
+    store = bytearray(2 * BLOCK)  # store[:end]: the bytes read and not yet handed out
+    out = bytearray(BLOCK + BLOCK // 4)  # lengths from about 0.6 to 1.25 blocks keep its memory
+    end = 0
+    first = bom
+    offset = 0
+    while True:
+        if len(store) - end < BLOCK:  # a line longer than the room: grow (rare)
+            store += bytes(len(store))
+        try:
+            with memoryview(store) as view:
+                n = stream.readinto(view[end : end + BLOCK])
+        except unreadable_errors() as exc:
+            if damage:
+                raise StreamDamage(exc, offset) from exc
+            pol.reject(unreadable(name, exc))
+            return
+        if not n:
+            break
+        offset += n
+        pol.stats.bytes_read += n
+        if first:
+            first = False
+            if store.startswith(BOM):
+                n -= 3
+                store[0:n] = bytes(store[3 : n + 3])
+        end += n
+        cut = store.rfind(b"\n", 0, end) + 1
+        if not cut:  # part of a long line
+            continue
+        with memoryview(store) as view:
+            out[:] = view[:cut]
+        yield out
+        store[0 : end - cut] = bytes(store[cut:end])  # the partial line to the front
+        end -= cut
+    if end:
+        with memoryview(store) as view:
+            out[:] = view[:end]
+        yield out
+
+
 def line_blocks(stream, name: str, pol: Policy, damage: bool = False) -> Iterator[list[bytes]]:
     """The lines of :func:`raw_blocks`, without their ``\\n``, a block at a time."""
     for block in raw_blocks(stream, name, pol, damage):
