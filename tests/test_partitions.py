@@ -278,3 +278,30 @@ def test_reused_blocks_are_raw_blocks(monkeypatch, data, block):
         found[fn.__name__] = ([bytes(b) for b in fn(io.BytesIO(data), "x", pol)], stats.bytes_read)
     assert found["reused_blocks"] == found["raw_blocks"]
     assert b"".join(found["raw_blocks"][0]) == data.removeprefix(b"\xef\xbb\xbf")
+
+
+@pytest.mark.parametrize("batch_size", [3, 7, 1000])
+def test_a_part_read_with_utf8_texts_gives_packed_spans_of_the_same_texts(tmp_path, batch_size):
+    """The Dask engine's workers read a MinHash plan's partitions with ``utf8_texts``: the texts
+    of blocks the scanner reads whole come as packed UTF-8 spans (no ``str``), batched as the
+    ``str`` reading batches them, with the same texts, ids and counts."""
+    from dataclasses import replace
+
+    from neardup.text.utf8 import PackedTexts, TextRuns
+
+    path = tmp_path / "in.jsonl"
+    texts = [f"Text number {i}, naïve café — {'x' * (i % 5)}" for i in range(40)] + ['with "quotes" \\ and \n']
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    size = path.stat().st_size
+    plain = FilePart(0, str(path), "jsonl", 0, size, options=ReadOptions(batch_size=batch_size))
+    packed = replace(plain, options=replace(plain.options, utf8_texts=True))
+    (want, want_stats), (got, got_stats) = plain.load(), packed.load()
+    assert [b.ids for b in got] == [b.ids for b in want] and [b.start for b in got] == [b.start for b in want]
+    assert (
+        [list(b.texts) for b in got]
+        == [list(b.texts) for b in want]
+        == [texts[i : i + batch_size] for i in range(0, 41, batch_size)]
+    )
+    assert all(type(b.texts) in (PackedTexts, TextRuns) for b in got)
+    assert all(type(b.texts) is list for b in want)
+    assert got_stats.documents == want_stats.documents == 41

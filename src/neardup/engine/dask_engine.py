@@ -46,6 +46,7 @@ import pickle
 import time
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import replace
 from operator import getitem
 from typing import Any
 
@@ -121,6 +122,12 @@ def _load(part) -> tuple[list[DocBatch], Any]:
     if isinstance(part, DocBatch):
         return [DocBatch(0, part.ids, part.texts)], None
     return part.load()
+
+
+def _utf8_part(part):
+    """``part`` read with UTF-8 texts (a file partition's read options; other parts as they are)."""
+    options = getattr(part, "options", None)
+    return part if options is None else replace(part, options=replace(options, utf8_texts=True))
 
 
 def _read_first(stage: Scan, config: Any, prepass: Prepass | None, part):
@@ -264,6 +271,9 @@ class _Job:
         self.groups: ExactGroups | None = None
         self.shards: list[tuple[int, int, Any]] = []
         """(first document, documents, future) of each shard kept on the workers."""
+        self.utf8_texts = False
+        """The plan's scans take UTF-8 texts (:attr:`~neardup.core.plan.Plan.utf8_texts`): the
+        workers read JSONL texts as the scanner's spans, no ``str`` made."""
         self.shared: Any = None
         """The inputs of the scan that made the shards (broadcast), held while the shards are:
         a shard lost with its worker is made again from them."""
@@ -374,6 +384,7 @@ class DaskEngine(LocalEngine):
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}
         job = _Job(source)
+        job.utf8_texts = plan.utf8_texts
         sharded = plan.sharded if self.worker_state else None
         if sharded is not None:
             return self._run_sharded(plan, sharded, job, keep, want_pairs, progress)
@@ -508,6 +519,8 @@ class DaskEngine(LocalEngine):
         numbered = self.counted_lines = lines
         if _reads_on_workers(job.source):
             listed = self._source_parts(job.source, lines)
+            if job.utf8_texts:
+                listed = [_utf8_part(p) for p in listed]
             parts: Iterable[Any] = (listed[k] for k in range(len(listed)))  # numbered ones once counted
             self.input_partitions = len(listed)
             stats = job.source.claim_stats()

@@ -150,13 +150,17 @@ def _scan_jsonl_blocks(
     the lines of the file before the stream's first (a byte range of a file starts later), or
     None when not known: the lines are then not counted, and :class:`LinesNeeded` is raised at
     the first line whose record would need its number. ``reuse``: the blocks are read into
-    reused buffers (:func:`~neardup.io.streams.reused_blocks`; not with ``utf8_texts``, whose
-    texts may be views of a block)."""
+    reused buffers (:func:`~neardup.io.streams.reused_blocks`). With ``pol.utf8_texts`` the texts
+    of a block the kernel reads whole are packed spans (:class:`~neardup.text.utf8.PackedTexts`,
+    copied out of the kernel's buffer), and a block long enough to hold a
+    :class:`~neardup.text.utf8.Utf8Text` (a view of the block) is copied out of a reused buffer."""
     keys = _field_keys(pol)
     buffer = None  # the kernel's output buffer, reused block after block
-    blocks = reused_blocks if reuse and not pol.utf8_texts else raw_blocks
+    blocks = reused_blocks if reuse else raw_blocks
     for block in blocks(stream, path, pol, damage=True, bom=bom):  # base: lines before this block
-        ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer)
+        if reuse and pol.utf8_texts and len(block) >= UTF8_TEXT_MIN:
+            block = bytes(block)
+        ids, texts, buffer = _parse_block(block, path, pol, base, keys, buffer, packed=pol.utf8_texts)
         if base is not None:
             base += block_lines(block)
         if ids:

@@ -40,7 +40,7 @@ from .formats import compression
 from .jsonl import LinesNeeded, _scan_jsonl_blocks
 from .paths import file_size, open_binary
 from .policy import Policy, ReadStats, make_policy, unreadable, unreadable_errors
-from .read import _batches, resolve_inputs, scan
+from .read import _batches, _take, resolve_inputs, scan
 from .streams import BLOCK, StreamDamage, damaged
 
 __all__ = [
@@ -70,10 +70,14 @@ class ReadOptions:
     main_content: bool = False
     batch_size: int = 2048
     id_policy: str = "field"
+    utf8_texts: bool = False
+    """JSONL texts may come as UTF-8 (:class:`~neardup.text.utf8.PackedTexts` spans, a very long
+    one as :class:`~neardup.text.utf8.Utf8Text`), for a plan whose stages take them; not with
+    ``html``, whose conversion needs a ``str``."""
 
     def policy(self, stats: ReadStats | None, snapshot: dict | None = None) -> Policy:
         """The reading policy; ``snapshot``: the first pass's (a later pass refuses changed files)."""
-        return make_policy(
+        pol = make_policy(
             self.text_field,
             self.id_field,
             self.on_error,
@@ -83,6 +87,7 @@ class ReadOptions:
             self.id_policy,
             snapshot,
         )
+        return replace(pol, utf8_texts=True) if self.utf8_texts and not self.html else pol
 
 
 @dataclass(frozen=True)
@@ -128,18 +133,23 @@ class FilePart:
         """The partition's documents as batches of ``options.batch_size``, numbered from 0."""
         out: list[DocBatch] = []
         ids: list[str] = []
-        texts: list[str] = []
+        runs: list = []  # texts read and not yet batched: lists, or packed spans (utf8_texts)
+        held = 0
         size = options.batch_size
         start = 0
         for chunk_ids, chunk_texts in self.read(options, stats):
             ids += chunk_ids
-            texts += chunk_texts
-            while len(ids) >= size:
-                out.append(DocBatch(start, ids[:size], texts[:size]))
-                del ids[:size], texts[:size]
+            if len(chunk_texts):
+                runs.append(chunk_texts)
+                held += len(chunk_texts)
+            while held >= size:
+                texts, runs = _take(runs, size)
+                out.append(DocBatch(start, ids[:size], texts))
+                del ids[:size]
+                held -= size
                 start += size
         if ids:
-            out.append(DocBatch(start, ids, texts))
+            out.append(DocBatch(start, ids, _take(runs, held)[0]))
         return out
 
 
