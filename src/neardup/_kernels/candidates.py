@@ -16,7 +16,7 @@ import numpy as np
 
 from .intrinsics import copy_into
 from .measures import jaccard_sorted
-from .unionfind import find, union
+from .unionfind import find, root_edges, union
 
 SIGNATURE, EXACT = 0, 1
 
@@ -230,17 +230,5 @@ def connect_groups(members, bounds, mode, threshold, min_matches, sigs, set_valu
     checked, verified = connect_band(
         members, starts, ends, parent, mode, threshold, min_matches, sigs, set_values, set_offsets, set_row
     )
-    q = 0
-    for x in range(size):
-        if find(parent, x) != x:
-            q += 1
-    pa = np.empty(q, dtype=np.int64)
-    pb = np.empty(q, dtype=np.int64)
-    q = 0
-    for x in range(size):
-        r = find(parent, x)
-        if r != x:
-            pa[q] = min(x, r)
-            pb[q] = max(x, r)
-            q += 1
+    pa, pb = root_edges(parent)
     return pa, pb, checked, verified

@@ -15,7 +15,7 @@ import numpy as np
 
 from .intrinsics import copy_into
 from .runs import equal_range
-from .unionfind import find, union
+from .unionfind import find, root_edges, union
 
 _M1 = np.uint64(0x5555555555555555)
 
@@ -267,20 +267,7 @@ def connect_within_groups(members, bounds, words, kmax):
                 i = members[x]
                 if find(parent, i) != find(parent, j) and _distance(words, i, j) <= kmax:
                     union(parent, i, j)
-    q = 0
-    for x in range(size):
-        if find(parent, x) != x:
-            q += 1
-    pa = np.empty(q, dtype=np.int64)
-    pb = np.empty(q, dtype=np.int64)
-    q = 0
-    for x in range(size):
-        r = find(parent, x)
-        if r != x:
-            pa[q] = min(x, r)
-            pb[q] = max(x, r)
-            q += 1
-    return pa, pb
+    return root_edges(parent)
 
 
 # ---------------------------------------------------------------------------------------------

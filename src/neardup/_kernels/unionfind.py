@@ -47,3 +47,23 @@ def roots(parent):
     for i in range(parent.shape[0]):
         out[i] = find(parent, i)
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def root_edges(parent):
+    """Edges (root, x) from every element x not a root to its component's root (root < x: the
+    smallest member is the root): a spanning forest of the components, one edge a join."""
+    q = 0
+    for x in range(parent.shape[0]):
+        if find(parent, x) != x:
+            q += 1
+    pa = np.empty(q, dtype=np.int64)
+    pb = np.empty(q, dtype=np.int64)
+    q = 0
+    for x in range(parent.shape[0]):
+        r = find(parent, x)
+        if r != x:
+            pa[q] = r
+            pb[q] = x
+            q += 1
+    return pa, pb
