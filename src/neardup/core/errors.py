@@ -76,3 +76,10 @@ class OutputError(NeardupError):
             message = _OUTPUT_REASONS.get(code) or getattr(cause, "strerror", None) or str(cause)
         self.message = message
         super().__init__(f"cannot write {self.path}: {message}")
+
+
+class LinesNeeded(Exception):
+    """Not an error: a stream read without knowing its first line number met a line whose record
+    needs it (an id ``FILE:LINE``, an error naming the line, or a line only the slow path parses).
+    The reader of a byte range raises it (:mod:`neardup.io.jsonl`); the engine that read the
+    range unnumbered counts the lines before it and reads it again (the Dask engine)."""

@@ -54,11 +54,10 @@ import numpy as np
 
 from ..core.arrays import text_lengths
 from ..core.documents import DocBatch, DocumentSource, PartitionedSource
-from ..core.errors import InputChangedError
+from ..core.errors import InputChangedError, LinesNeeded
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
-from ..io.jsonl import LinesNeeded
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (

@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from .._kernels.lines import copy_kept
-from ..core.errors import InputError
+from ..core.errors import InputError, LinesNeeded
 from ..text.utf8 import UTF8_TEXT_MIN, PackedTexts, Utf8Text
 from .policy import (
     MISSING,
@@ -135,12 +135,6 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
                     yield Chunk(ids, texts, (raws, objs))
         except StreamDamage as exc:  # the records before the damage are read
             pol.reject(damaged(path, exc, records))
-
-
-class LinesNeeded(Exception):
-    """A stream read without knowing its first line number (``base`` None) met a line whose
-    record needs it: an id ``FILE:LINE``, an error naming the line, or a line only the slow path
-    parses. The caller counts the lines before the stream and reads it again."""
 
 
 def _scan_jsonl_blocks(

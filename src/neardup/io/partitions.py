@@ -34,10 +34,11 @@ from functools import partial
 import numpy as np
 
 from ..core.documents import DocBatch
+from ..core.errors import LinesNeeded
 from ..core.parallel import Threads
 from ..text.html import html_to_text
 from .formats import compression
-from .jsonl import LinesNeeded, _scan_jsonl_blocks
+from .jsonl import _scan_jsonl_blocks
 from .paths import file_size, open_binary
 from .policy import Policy, ReadStats, make_policy, unreadable, unreadable_errors
 from .read import _batches, _take, resolve_inputs, scan
@@ -94,7 +95,7 @@ class ReadOptions:
 class FilePart:
     """One partition of the input: a whole file (``end`` None) or bytes ``[begin, end)`` of an
     uncompressed JSONL file whose first line is line ``first_line`` (None: not counted; reading
-    it raises :class:`~neardup.io.jsonl.LinesNeeded` at the first record that needs a line
+    it raises :class:`~neardup.core.errors.LinesNeeded` at the first record that needs a line
     number, and :meth:`FileSource.number_lines` gives it). ``source`` numbers the expanded input
     it belongs to (its reading order)."""
 
@@ -427,7 +428,7 @@ class FileSource:
     def number_lines(self, parts: list[FilePart], run: Callable[[Callable, list], list]) -> list[FilePart]:
         """``parts`` of :meth:`partitions` with every range's first line number (the newlines of
         every range counted by ``run``), for reading the ones that raised
-        :class:`~neardup.io.jsonl.LinesNeeded`."""
+        :class:`~neardup.core.errors.LinesNeeded`."""
         ranged = [p for p in parts if p.end is not None]
         found = iter(run(count_lines, ranged) if ranged else [])
         return number_lines(parts, [next(found) if p.end is not None else 0 for p in parts])
