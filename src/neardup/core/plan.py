@@ -138,7 +138,8 @@ class Sharded:
       each; a pair may be listed more than once), ``members`` and the pairs being row positions
       in ``rows`` (the rows of some documents, gathered from their shards, in document order);
     - ``similarity(config, rows, docs, others)``: the plan's similarity of ``docs[q]`` to
-      ``others[q]``, positions in ``rows``;
+      ``others[q]``, positions in ``rows`` (the plan's own ``similarity`` serves when it reads
+      only ``columns`` of its state);
     - ``empty(config, rows)``: bool per document, those with no features;
     - ``connect(config, members, bounds, rows) -> (a, b)`` (optional, for jobs that want clusters
       only): pairs of row positions whose connected components are those of ``verify``'s pairs

@@ -32,7 +32,7 @@ def exact_plan(config: ExactConfig) -> Plan:
         config,
         (Scan("read + hash", hash_batch, key_rows), GroupBy("group", key_groups, same_key, group, ("keys",))),
         similarity,
-        sharded=Sharded(("keys",), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect),
+        sharded=Sharded(("keys",), shard_keys, shard_verify, similarity, shard_empty, shard_connect),
     )
 
 
@@ -92,11 +92,6 @@ def shard_verify(config: ExactConfig, members: np.ndarray, bounds: np.ndarray, r
 def shard_connect(config: ExactConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
     """Clusters only: each member joined to its group's first member (equal keys: no comparison)."""
     return groups_stars(members, bounds)
-
-
-def shard_similarity(config: ExactConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
-    """As ``similarity``, on a shard's rows."""
-    return similarity(config, rows, docs, others)
 
 
 def shard_empty(config: ExactConfig, rows: dict[str, np.ndarray]) -> np.ndarray:

@@ -49,7 +49,7 @@ def imatch_plan(config: IMatchConfig) -> Plan:
             GroupBy("group", signature_groups, agreeing, group, ("sigs", "has")),
         ),
         similarity,
-        sharded=Sharded(("sigs", "has"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect),
+        sharded=Sharded(("sigs", "has"), shard_keys, shard_verify, similarity, shard_empty, shard_connect),
     )
 
 
@@ -152,11 +152,6 @@ def shard_verify(config: IMatchConfig, members: np.ndarray, bounds: np.ndarray, 
 def shard_connect(config: IMatchConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
     """Clusters only: each member joined to its group's first member (they agree: no comparison)."""
     return groups_stars(members, bounds)
-
-
-def shard_similarity(config: IMatchConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
-    """As ``similarity``, on a shard's rows."""
-    return match_similarity(rows["sigs"], rows["has"], docs, others)
 
 
 def shard_empty(config: IMatchConfig, rows: dict[str, np.ndarray]) -> np.ndarray:

@@ -72,7 +72,7 @@ def simhash_plan(config: SimHashConfig) -> Plan:
         ]
         return Plan(config, tuple(stages), edit_similarity_of, prepass)
     stages.append(GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")))
-    sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)
+    sharded = Sharded(("values", "counts"), shard_keys, shard_verify, similarity, shard_empty, shard_connect)
     return Plan(config, tuple(stages), similarity, prepass, sharded)
 
 
@@ -221,11 +221,6 @@ def shard_connect(config: SimHashConfig, members: np.ndarray, bounds: np.ndarray
     fewer comparisons (:func:`~neardup._kernels.hamming.connect_within_groups`)."""
     members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
     return connect_within_groups(members, bounds, np.ascontiguousarray(rows["values"]), config.max_distance)
-
-
-def shard_similarity(config: SimHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
-    """As ``similarity``, on a shard's rows."""
-    return similarity(config, rows, docs, others)
 
 
 def shard_empty(config: SimHashConfig, rows: dict[str, np.ndarray]) -> np.ndarray:

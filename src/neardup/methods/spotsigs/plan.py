@@ -67,7 +67,7 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
         ]
         return Plan(config, tuple(stages), edit_similarity_of, prepass)
     stages.append(Step("all pairs", pairs_and_clusters, ("signatures",)))
-    sharded = Sharded(("signatures", "signature_lengths"), shard_keys, shard_verify, shard_similarity, shard_empty)
+    sharded = Sharded(("signatures", "signature_lengths"), shard_keys, shard_verify, similarity, shard_empty)
     return Plan(config, tuple(stages), similarity, prepass, sharded)
 
 
@@ -204,11 +204,6 @@ def shard_verify(config: SpotSigsConfig, members: np.ndarray, bounds: np.ndarray
         found_b.append(np.maximum(a, b))
         found_s.append(res.similarity)
     return np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_s)
-
-
-def shard_similarity(config: SpotSigsConfig, rows: dict[str, Any], docs: np.ndarray, others: np.ndarray):
-    """As ``similarity``, on a shard's rows."""
-    return weighted_jaccard_rows(rows["signatures"], docs, others, rows["signature_lengths"])
 
 
 def shard_empty(config: SpotSigsConfig, rows: dict[str, Any]) -> np.ndarray:
