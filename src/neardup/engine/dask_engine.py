@@ -96,7 +96,7 @@ def _reads_on_workers(source: Any) -> bool:
 
 def _nbytes(obj: Any) -> int:
     """Payload bytes of a task's argument or result: array bytes plus text characters."""
-    if isinstance(obj, np.ndarray) or hasattr(obj, "nbytes"):  # arrays, CSR rows
+    if hasattr(obj, "nbytes"):  # arrays, CSR rows
         return int(obj.nbytes)
     if isinstance(obj, DocBatch):
         return sum(map(len, obj.texts)) + sum(map(len, obj.ids))
@@ -719,14 +719,11 @@ class DaskEngine(LocalEngine):
             out["pairs"] = unique_pairs(a, b, s)
         return out
 
-    def _shard_groups(self, job: _Job) -> list[list[int]]:
-        """The shards by the worker that holds them (shard numbers, in order): a task over one
-        group's shards runs where they are, so the candidate stage has tasks per worker, not
-        per shard. A shard recomputed elsewhere meanwhile is fetched, which changes no answer."""
-        return self._shard_holders(job)[0]
-
     def _shard_holders(self, job: _Job) -> tuple[list[list[int]], list[str]]:
-        """:meth:`_shard_groups` and the address of each group's worker ("" when unknown)."""
+        """The shards by the worker that holds them (shard numbers, in order), and each group's
+        worker address ("" when unknown): a task over one group's shards runs where they are, so
+        the candidate stage has tasks per worker, not per shard. A shard recomputed elsewhere
+        meanwhile is fetched, which changes no answer."""
         futures = [f for _, _, f in job.shards]
         holders = self.client.who_has(futures)
         groups: dict[str, list[int]] = {}
@@ -851,7 +848,7 @@ class DaskEngine(LocalEngine):
         d, k = docs[q], others[q]
         starts = np.array([start for start, _, _ in job.shards], dtype=np.int64)
         ends = starts + np.array([m for _, m, _ in job.shards], dtype=np.int64)
-        groups = self._shard_groups(job)
+        groups = self._shard_holders(job)[0]
         buckets = self.partitions or 4 * self._cluster_threads()
         bucket = k % buckets
         pending = []
