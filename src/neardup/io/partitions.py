@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-import numpy as np
-
 from ..core.documents import DocBatch
 from ..core.errors import LinesNeeded
 from ..core.parallel import Threads
@@ -41,8 +39,8 @@ from .formats import compression
 from .jsonl import _scan_jsonl_blocks
 from .paths import file_size, open_binary
 from .policy import Policy, ReadStats, make_policy, unreadable, unreadable_errors
-from .read import _batches, _take, resolve_inputs, scan
-from .streams import BLOCK, StreamDamage, damaged
+from .read import _batches, batched, resolve_inputs, scan
+from .streams import BLOCK, StreamDamage, count_newlines, damaged
 
 __all__ = [
     "FilePart",
@@ -132,26 +130,7 @@ class FilePart:
 
     def batches(self, options: ReadOptions, stats: ReadStats) -> list[DocBatch]:
         """The partition's documents as batches of ``options.batch_size``, numbered from 0."""
-        out: list[DocBatch] = []
-        ids: list[str] = []
-        runs: list = []  # texts read and not yet batched: lists, or packed spans (utf8_texts)
-        held = 0
-        size = options.batch_size
-        start = 0
-        for chunk_ids, chunk_texts in self.read(options, stats):
-            ids += chunk_ids
-            if len(chunk_texts):
-                runs.append(chunk_texts)
-                held += len(chunk_texts)
-            while held >= size:
-                texts, runs = _take(runs, size)
-                out.append(DocBatch(start, ids[:size], texts))
-                del ids[:size]
-                held -= size
-                start += size
-        if ids:
-            out.append(DocBatch(start, ids, _take(runs, held)[0]))
-        return out
+        return list(batched(self.read(options, stats), options.batch_size))
 
 
 class _Limited:
@@ -261,8 +240,7 @@ def _newlines(f, begin: int, end: int) -> int:
             data = f.read(min(BLOCK * 4, left))
             if not data:
                 break
-            # a vectorised compare counts ~3x faster than bytes.count's byte loop
-            newlines += int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+            newlines += count_newlines(data)
             left -= len(data)
     return newlines
 
@@ -308,20 +286,6 @@ def line_bases(parts: Sequence[FilePart], located: Sequence[tuple[int, int, int 
         lines[part.source] = None if first is None or newlines is None else first + newlines
         if begin < end or part.begin == 0:
             out.append(replace(part, begin=begin, end=end, first_line=None if first is None else first + 1))
-    return out
-
-
-def number_lines(parts: Sequence[FilePart], newlines: Sequence[int]) -> list[FilePart]:
-    """``parts`` (located, in reading order) with every range's first line number, from the
-    ``newlines`` of each range (:func:`count_lines`; whole files' entries are ignored)."""
-    out: list[FilePart] = []
-    lines: dict[int, int] = {}
-    for part, count in zip(parts, newlines):
-        if part.end is not None:
-            first = lines.get(part.source, 0)
-            lines[part.source] = first + count
-            part = replace(part, first_line=first + 1)
-        out.append(part)
     return out
 
 
@@ -431,7 +395,7 @@ class FileSource:
         :class:`~neardup.core.errors.LinesNeeded`."""
         ranged = [p for p in parts if p.end is not None]
         found = iter(run(count_lines, ranged) if ranged else [])
-        return number_lines(parts, [next(found) if p.end is not None else 0 for p in parts])
+        return line_bases(parts, [(p.begin, p.end, next(found)) if p.end is not None else (0, 0, 0) for p in parts])
 
     def add_read_stats(self, stats: ReadStats, parts: list[FilePart], found: list[ReadStats]) -> None:
         """Add the counters of the partitions' reads (in order) to ``stats``."""

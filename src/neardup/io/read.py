@@ -50,7 +50,7 @@ record batches of only the needed columns. Reading holds the texts of a few batc
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
@@ -133,25 +133,36 @@ def read_documents(
 def _batches(
     sources: list[tuple[str, str]], pol: Policy, batch_size: int, threads: Threads | None = None
 ) -> Iterator[DocBatch]:
+    def chunks():
+        for path, fmt in sources:
+            before = pol.stats.documents
+            for chunk_ids, chunk_texts in _records(path, fmt, pol, batch_size, threads):
+                pol.stats.documents += len(chunk_ids)
+                yield chunk_ids, chunk_texts
+            pol.stats.sources.append((path, fmt, pol.stats.documents - before))
+
+    return batched(chunks(), batch_size)
+
+
+def batched(chunks: Iterable[tuple[list[str], Sequence]], batch_size: int) -> Iterator[DocBatch]:
+    """The records of ``(ids, texts)`` chunks as batches of ``batch_size``, numbered from 0 (the
+    last may be shorter): a batch's texts are a list, or a :class:`~neardup.text.utf8.TextRuns`
+    where the chunks held packed spans (:func:`_take`)."""
     start = 0
     ids: list[str] = []
     runs: list = []  # the texts read and not yet batched, as the readers' chunks gave them
     held = 0
-    for path, fmt in sources:
-        before = pol.stats.documents
-        for chunk_ids, chunk_texts in _records(path, fmt, pol, batch_size, threads):
-            pol.stats.documents += len(chunk_ids)
-            ids += chunk_ids
-            if len(chunk_texts):
-                runs.append(chunk_texts)
-                held += len(chunk_texts)
-            while held >= batch_size:
-                texts, runs = _take(runs, batch_size)
-                yield DocBatch(start, ids[:batch_size], texts)
-                del ids[:batch_size]
-                held -= batch_size
-                start += batch_size
-        pol.stats.sources.append((path, fmt, pol.stats.documents - before))
+    for chunk_ids, chunk_texts in chunks:
+        ids += chunk_ids
+        if len(chunk_texts):
+            runs.append(chunk_texts)
+            held += len(chunk_texts)
+        while held >= batch_size:
+            texts, runs = _take(runs, batch_size)
+            yield DocBatch(start, ids[:batch_size], texts)
+            del ids[:batch_size]
+            held -= batch_size
+            start += batch_size
     if ids:
         yield DocBatch(start, ids, _take(runs, held)[0])
 
