@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._kernels.shuffle import group_entries, split_entries
+from ..core.arrays import sorted_unique
 from ..core.components import components
 
 __all__ = ["bucket_entries", "merge_forests", "pairs_forest", "roots_from_forest", "verify_bucket"]
@@ -117,7 +118,7 @@ def pairs_forest(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> nodes.tolist(), root.tolist()
     ([3, 7, 9], [3, 3, 3])
     """
-    nodes = np.unique(np.concatenate([a, b]).astype(np.int64))
+    nodes = sorted_unique(np.concatenate([a, b]).astype(np.int64))
     if not len(nodes):
         return nodes, nodes.copy()
     label = components(len(nodes), np.searchsorted(nodes, a), np.searchsorted(nodes, b))
@@ -171,7 +172,7 @@ def grouped_entries(*pieces: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     doc = np.concatenate([p["doc"] for p in pieces])
     picked, bounds = group_entries(table, np.ascontiguousarray(key), doc)
     table, key, doc = table[picked], key[picked], doc[picked]
-    return {"table": table, "key": key, "doc": doc, "bounds": bounds, "docs": np.unique(doc)}
+    return {"table": table, "key": key, "doc": doc, "bounds": bounds, "docs": sorted_unique(doc)}
 
 
 def take_rows(shard: dict[str, Any], wanted: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -221,7 +222,7 @@ def union_docs(*buckets: dict[str, np.ndarray]) -> np.ndarray:
     what one worker's buckets need, so that another worker sends each row once for all of them."""
     if not buckets:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate([b["docs"] for b in buckets]))
+    return sorted_unique(np.concatenate([b["docs"] for b in buckets]))
 
 
 def rows_from(wanted: np.ndarray, shards: tuple, taken: tuple) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..core.arrays import sorted_unique
 from ..core.components import components
 from ..core.errors import InputError
 from ..io import input_format
@@ -162,7 +163,7 @@ def _encode(pred: Labels, gold: Labels) -> tuple[_Encoded, _Encoded, int, int, i
 def _side(labels: Labels, codes: list[np.ndarray], n: int) -> _Encoded:
     if isinstance(labels, Clusters):
         idx = codes[0]
-        if len(np.unique(idx)) != len(idx):
+        if len(sorted_unique(idx)) != len(idx):
             dup = _first_duplicate(idx, labels.ids)
             raise ValueError(f"id {dup!r} is listed twice in a clusters table")
         cl = _as_array(labels.cluster).dictionary_encode()
