@@ -485,7 +485,11 @@ def test_local_cluster_workers_keep_glibcs_own_malloc_thresholds(dask_client):
     """Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers by default, which also
     turns off glibc's dynamic mmap threshold (every allocation over 128 KiB faults its pages in
     again); ``local_client`` starts its workers without it, unless this process's environment
-    sets it (then the user's value is what the workers get)."""
+    sets it (then the user's value is what the workers get), and without the statistical
+    profiler that only the dashboard (not started) reads."""
+    import dask
+
+    assert set(dask_client.run(lambda: dask.config.get("distributed.worker.profile.enabled")).values()) == {False}
     if "MALLOC_TRIM_THRESHOLD_" in os.environ:
         pytest.skip("the environment sets MALLOC_TRIM_THRESHOLD_ itself")
     seen = dask_client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
