@@ -4,11 +4,12 @@ shuffle buckets, and a bucket's entries grouped by (table, key).
 :func:`split_entries` sends entry ``(j, key)`` to bucket ``h(j, key) mod P``, ``h`` being the
 splitmix64 finalizer (Steele, Lea and Flood, OOPSLA 2014) folded over the table number and the
 key's words (:mod:`neardup.engine.dask_groupby` states the rule), in one counting pass and one
-scatter pass. :func:`group_entries` finds the groups of two or more entries with equal
-(table, key): the entries sorted by the top bits of the key's first word (one NumPy sort of the
-words with their low bits replaced by the entry's number, :func:`by_prefix`), then each run of
-equal top bits (few entries, since the words are hash values and most band keys are alone)
-sorted by (table, key words, document) and cut into groups.
+scatter pass over the entries of one or several shards. :func:`group_entries` finds the
+groups of two or more entries with equal (table, key): the entries sorted by the top bits of the
+key's first word (one NumPy sort of the words with their low bits replaced by the entry's
+number, :func:`by_prefix`), then each run of equal top bits (few entries, since the words are
+hash values and most band keys are alone) sorted by (table, key words, document) and cut into
+groups.
 """
 
 from __future__ import annotations
@@ -22,14 +23,12 @@ _INSERTION = 32  # runs up to this long are sorted by insertion
 
 
 @nb.njit(cache=True, nogil=True)
-def split_entries(keys, member, start, buckets):
-    """The entries ``(j, keys[i, j], start + i)`` with ``member[i, j]``, ordered by bucket and,
-    within a bucket, by (table, document): ``(bounds, table, key, doc)``, bucket ``b`` being
-    ``[bounds[b], bounds[b + 1])``. ``keys``: uint64[n, t, w]; ``member``: bool[n, t]."""
+def entry_buckets(keys, member, buckets, counts):
+    """Each entry's bucket: int32[t, n], ``-1`` where ``member[i, j]`` is False; adds each
+    bucket's entries to ``counts`` (int64[buckets]). ``keys``: uint64[n, t, w]."""
     n, t, w = keys.shape
     nb_ = np.uint64(buckets)
     where = np.empty((t, n), dtype=np.int32)
-    bounds = np.zeros(buckets + 1, dtype=np.int64)
     for j in range(t):
         hj = splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
         for i in range(n):
@@ -39,16 +38,17 @@ def split_entries(keys, member, start, buckets):
                     h = splitmix_mix(h ^ keys[i, j, q])
                 b = np.int32(h % nb_)
                 where[j, i] = b
-                bounds[b + 1] += 1
+                counts[b] += 1
             else:
                 where[j, i] = -1
-    for b in range(buckets):
-        bounds[b + 1] += bounds[b]
-    m = bounds[buckets]
-    table = np.empty(m, dtype=np.int32)
-    key = np.empty((m, w), dtype=np.uint64)
-    doc = np.empty(m, dtype=np.int64)
-    fill = bounds[:-1].copy()
+    return where
+
+
+@nb.njit(cache=True, nogil=True)
+def scatter_entries(keys, where, start, fill, table, key, doc):
+    """Write the entries ``(j, keys[i, j], start + i)`` whose bucket ``where[j, i]`` is set at
+    ``fill[bucket]`` (advanced), in (table, document) order within each bucket."""
+    n, t, w = keys.shape
     for j in range(t):
         for i in range(n):
             b = where[j, i]
@@ -59,6 +59,26 @@ def split_entries(keys, member, start, buckets):
                     key[p, q] = keys[i, j, q]
                 doc[p] = start + i
                 fill[b] = p + 1
+
+
+def split_entries(keys_list, member_list, starts, buckets):
+    """The entries ``(j, keys[i, j], start + i)`` with ``member[i, j]`` of every ``(keys,
+    member, start)`` of the lists, ordered by bucket and, within a bucket, by list position, table
+    and document: ``(bounds, table, key, doc)``, bucket ``b`` being ``[bounds[b], bounds[b + 1])``.
+    ``keys``: uint64[n, t, w]; ``member``: bool[n, t]. One counting pass over every list, one
+    allocation, one scatter pass: entries are never joined by copying."""
+    counts = np.zeros(buckets, dtype=np.int64)
+    wheres = [entry_buckets(k, m, buckets, counts) for k, m in zip(keys_list, member_list)]
+    bounds = np.zeros(buckets + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    total = int(bounds[-1])
+    w = keys_list[0].shape[2] if keys_list else 1
+    table = np.empty(total, dtype=np.int32)
+    key = np.empty((total, w), dtype=np.uint64)
+    doc = np.empty(total, dtype=np.int64)
+    fill = bounds[:-1].copy()
+    for k, where, start in zip(keys_list, wheres, starts):
+        scatter_entries(k, where, np.int64(start), fill, table, key, doc)
     return bounds, table, key, doc
 
 

@@ -314,18 +314,13 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
     glibc's dynamic mmap threshold, so every allocation over 128 KiB (a batch's texts,
     signatures, band keys) becomes a fresh ``mmap`` whose pages fault in again each time: in the
     first scan of a MinHash job that is 7.5x the page faults and about a quarter more CPU
-    (docs/scaling.md, "Memory"). A variable already in the environment is left as it is. The
-    workers' statistical profiler (a stack sample of every thread each 10 ms, for the dashboard,
-    which this cluster does not start) is off."""
+    (docs/scaling.md, "Memory"). A variable already in the environment is left as it is; a
+    worker that the nanny restarts after a loss gets the same."""
     import dask
     from dask.distributed import Client, LocalCluster
 
     workers = check_int("workers", workers, 1, 1 << 16)
-    settings = {
-        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-        "distributed.worker.profile.enabled": False,
-    }
-    with dask.config.set(settings):
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,

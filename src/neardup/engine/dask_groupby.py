@@ -49,11 +49,21 @@ def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int, start: in
     >>> sorted(int(d) for p in parts for d in p["doc"])
     [0, 0, 1, 1, 2, 2]
     """
+    return _split([_entry_arrays(keys, member)], [start], buckets)
+
+
+def _entry_arrays(keys: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``keys`` as uint64[n, t, w] and ``member`` as bool[n, t], contiguous."""
     keys = np.asarray(keys, dtype=np.uint64)
     n, tables = keys.shape[0], keys.shape[1]
     keys = np.ascontiguousarray(keys.reshape(n, tables, keys.shape[2] if keys.ndim == 3 else 1))
-    member = np.ascontiguousarray(np.asarray(member, dtype=bool).reshape(n, tables))
-    bounds, table, key, doc = split_entries(keys, member, np.int64(start), int(buckets))
+    return keys, np.ascontiguousarray(np.asarray(member, dtype=bool).reshape(n, tables))
+
+
+def _split(arrays: list[tuple[np.ndarray, np.ndarray]], starts: list[int], buckets: int) -> list[dict[str, np.ndarray]]:
+    """The entries of ``(keys, member)`` pieces whose first documents are ``starts``, split into
+    ``buckets`` (views of one array per column)."""
+    bounds, table, key, doc = split_entries([k for k, _ in arrays], [m for _, m in arrays], starts, int(buckets))
     return [
         {"table": table[lo:hi], "key": key[lo:hi], "doc": doc[lo:hi]}
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
@@ -148,15 +158,6 @@ def roots_from_forest(n: int, forest: tuple[np.ndarray, np.ndarray]) -> np.ndarr
 # groups of two or more (most band keys are alone, so few rows move), and verifies them there.
 
 
-def shard_entries(
-    keys_fn, config: Any, shard: dict[str, Any], buckets: int, documents: int
-) -> list[dict[str, np.ndarray]]:
-    """A shard's (table, key, document) entries split into ``buckets`` (see :func:`bucket_entries`),
-    with document numbers of the whole job (of ``documents``)."""
-    keys, member = keys_fn(config, shard["rows"], documents)
-    return bucket_entries(keys, member, buckets, shard["start"])
-
-
 def entries_bytes(parts: list[dict[str, np.ndarray]]) -> int:
     """Bytes of a shard's entries (what its part of the shuffle moves)."""
     return sum(int(a.nbytes) for part in parts for a in part.values())
@@ -197,14 +198,12 @@ def _concat(columns: list):
 def shards_entries(
     keys_fn, config: Any, buckets: int, documents: int, *shards: dict[str, Any]
 ) -> list[dict[str, np.ndarray]]:
-    """:func:`shard_entries` of several shards (those one worker holds), each bucket's pieces
-    joined (the buckets' groups do not depend on the order of their entries)."""
-    parts = [shard_entries(keys_fn, config, shard, buckets, documents) for shard in shards]
-    if len(parts) == 1:
-        return parts[0]
-    return [
-        {name: np.concatenate([p[b][name] for p in parts]) for name in ("table", "key", "doc")} for b in range(buckets)
-    ]
+    """The (table, key, document) entries of several shards (those one worker holds; keys by
+    ``keys_fn``, document numbers of the whole job of ``documents``) split into ``buckets`` as
+    :func:`bucket_entries` splits them, each bucket's entries from every shard in one array (the
+    buckets' groups do not depend on the order of their entries)."""
+    arrays = [_entry_arrays(*keys_fn(config, shard["rows"], documents)) for shard in shards]
+    return _split(arrays, [shard["start"] for shard in shards], buckets)
 
 
 def take_group_rows(wanted, *shards: dict[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -287,8 +286,20 @@ def _joined_rows(taken) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
 
 
 def _positions(docs: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Where each of ``wanted`` is in ``docs`` (``order`` sorts ``docs``)."""
-    return order[np.searchsorted(docs, wanted, sorter=order)]
+    """Where each of ``wanted`` (all in ``docs``) is in ``docs`` (distinct; ``order`` sorts them).
+
+    A bucket's documents are spread over the job's numbers, but densely enough that a table
+    indexed by document number (at most 16 entries a document) is small; it answers each lookup
+    with one read instead of a binary search (~10x fewer cache misses). Otherwise a binary
+    search of the sorted documents (a copy: ``sorter=`` makes every probe an indirect read)."""
+    if not len(docs) or not len(wanted):
+        return np.zeros(len(wanted), dtype=np.int64)
+    lo, hi = int(docs.min()), int(docs.max())
+    if hi - lo < 16 * len(docs):
+        table = np.empty(hi - lo + 1, dtype=np.int64)
+        table[docs - lo] = np.arange(len(docs))
+        return table[np.asarray(wanted) - lo]
+    return order[np.searchsorted(docs[order], wanted)]
 
 
 def verify_with_rows(verify, config: Any, bucket: dict[str, np.ndarray], *taken):
