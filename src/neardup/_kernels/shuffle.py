@@ -49,10 +49,9 @@ def mark_presence(keys, member, shift, seen, multi):
             if member[i, j]:
                 s = _entry_hash(hj, keys, i, j) >> shift
                 word, bit = s >> np.uint64(6), one << (s & np.uint64(63))
-                if seen[word] & bit:
-                    multi[word] |= bit
-                else:
-                    seen[word] |= bit
+                old = seen[word]  # no branch: the reads of independent entries overlap
+                multi[word] |= old & bit
+                seen[word] = old | bit
 
 
 @nb.njit(cache=True, nogil=True)
