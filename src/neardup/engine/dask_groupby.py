@@ -219,7 +219,7 @@ def keyed_entries_count(keyed: dict[str, Any]) -> int:
 
 def presence_bits(entries: int) -> int:
     """log2 of the bit array that filters a shuffle of ``entries`` entries (about 4-8 bits an
-    entry: a key alone in the job survives with probability 1 - exp(-entries / 2**bits), 6-22%),
+    entry: a key alone in the job survives with probability 1 - exp(-entries / 2**bits), 12-22%),
     or 0 when such an array would pass too many (more than 2**29 entries: 256 MB of bits)."""
     if entries > 1 << 29:
         return 0
