@@ -299,16 +299,13 @@ def _bucket_pairs(result: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return result[0], result[1], result[2]
 
 
-def _bucket_groups(result: tuple) -> int:
-    return result[3]
+def _bucket_counts(result: tuple) -> tuple[int, int]:
+    """(groups verified, pairs found) of a bucket's result."""
+    return result[3], len(result[0])
 
 
 def _bucket_forest(result: tuple) -> tuple[np.ndarray, np.ndarray]:
     return pairs_forest(result[0], result[1])
-
-
-def _bucket_sizes(result: tuple) -> int:
-    return len(result[0])
 
 
 def local_client(workers: int, memory_limit: str | None = "auto"):
@@ -716,6 +713,7 @@ class DaskEngine(LocalEngine):
         in a tree on the workers, 8 at a time), the pairs when wanted, and counts."""
         client = self.client
         forests = [client.submit(_bucket_forest, r, retries=self.retries) for r in results]
+        counts = [client.submit(_bucket_counts, r, retries=self.retries) for r in results]
         while len(forests) > 1:  # a tree of merges, _MERGE_FAN_IN forests at a time
             forests = [
                 client.submit(merge_forests, *forests[i : i + _MERGE_FAN_IN], retries=self.retries)
@@ -725,8 +723,9 @@ class DaskEngine(LocalEngine):
             ]
         forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
         out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
-        out["groups"] = sum(client.gather([client.submit(_bucket_groups, r) for r in results]))
-        out["pair_count"] = sum(client.gather([client.submit(_bucket_sizes, r) for r in results]))
+        counted = client.gather(counts)
+        out["groups"] = sum(g for g, _ in counted)
+        out["pair_count"] = sum(p for _, p in counted)
         if want_pairs:
             found = client.gather([client.submit(_bucket_pairs, r) for r in results])
             a = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.int64)
