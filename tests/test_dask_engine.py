@@ -15,15 +15,10 @@ from neardup.engine import LocalEngine
 from neardup.engine.dask_groupby import (
     bucket_entries,
     grouped_entries,
-    keyed_entries,
-    keyed_presence,
     merge_forests,
-    merge_presence,
     pairs_forest,
-    presence_bits,
-    presence_multi,
     roots_from_forest,
-    shards_keys,
+    shards_entries,
 )
 from neardup.methods.minhash.config import MinHashConfig
 
@@ -44,97 +39,35 @@ def test_buckets_hold_whole_groups():
             assert seen.setdefault((t, k), b) == b, "a group was split across buckets"
 
 
-def _entries(part):
-    return sorted(zip(part["table"].tolist(), map(tuple, part["key"].tolist()), part["doc"].tolist()))
-
-
-def _groups(bucket) -> dict[tuple, list[int]]:
-    """A grouped bucket's groups: (table, key) -> documents."""
-    return {
-        (int(bucket["table"][lo]), tuple(bucket["key"][lo].tolist())): bucket["doc"][lo:hi].tolist()
-        for lo, hi in itertools.pairwise(bucket["bounds"].tolist())
-    }
-
-
-def _random_shards(rng, sizes, starts, tables, words, values):
-    return [
-        {
-            "start": start,
-            "n": n,
-            "rows": {
-                "keys": rng.integers(0, values, size=(n, tables, words), dtype=np.uint64),
-                "member": rng.random((n, tables)) < 0.85,
-            },
-        }
-        for n, start in zip(sizes, starts)
-    ]
-
-
-def _shard_keys_fn(config, rows, documents):
-    return rows["keys"], rows["member"]
-
-
 @pytest.mark.parametrize("words", [1, 2])
 def test_a_workers_shards_split_into_the_buckets_of_their_entries(words):
-    """shards_keys + keyed_entries over several shards (one allocation, no joining copies) give
-    each bucket the entries that bucket_entries gives the shards one by one: same (table, key,
-    document) multiset per bucket, documents numbered from each shard's start; a shard without
-    documents adds nothing."""
+    """shards_entries over several shards (one allocation, no joining copies) gives each bucket
+    the entries that bucket_entries gives the shards one by one: same (table, key, document)
+    multiset per bucket, documents numbered from each shard's start; a shard without documents
+    adds nothing."""
     rng = np.random.default_rng(5)
-    shards = _random_shards(rng, [400, 0, 250, 900], [0, 400, 400, 650], 3, words, 30)
-    keyed = shards_keys(_shard_keys_fn, None, 1550, *shards)
-    assert keyed["entries"] == sum(int(s["rows"]["member"].sum()) for s in shards)
-    got = keyed_entries(keyed, 5)
+    tables = 3
+    sizes, starts = [400, 0, 250, 900], [0, 400, 400, 650]
+    shards = []
+    for n, start in zip(sizes, starts):
+        keys = rng.integers(0, 30, size=(n, tables, words), dtype=np.uint64)
+        shards.append({"start": start, "n": n, "rows": {"keys": keys, "member": rng.random((n, tables)) < 0.85}})
+
+    def keys_fn(config, rows, documents):
+        assert documents == 1550
+        return rows["keys"], rows["member"]
+
+    got = shards_entries(keys_fn, None, 5, 1550, *shards)
     expected = [bucket_entries(s["rows"]["keys"], s["rows"]["member"], 5, s["start"]) for s in shards]
+
+    def entries(part):
+        return sorted(zip(part["table"].tolist(), map(tuple, part["key"].tolist()), part["doc"].tolist()))
+
     assert len(got) == 5
     for b in range(5):
-        assert _entries(got[b]) == sorted(e for parts in expected for e in _entries(parts[b]))
+        assert entries(got[b]) == sorted(e for parts in expected for e in entries(parts[b]))
         assert got[b]["key"].shape[1] == words
-
-
-@pytest.mark.parametrize("words", [1, 2])
-@pytest.mark.parametrize("values", [50, 5000, 1 << 40])
-def test_the_presence_filter_drops_only_keys_that_no_other_entry_has(words, values):
-    """Three workers' shards: the entries that survive the merged presence filter hold every
-    group of two or more entries with equal (table, key) whole, whichever workers its entries
-    come from (so grouped_entries gives the unfiltered groups); what it drops are keys alone in
-    the job, and with keys mostly alone (values = 2**40) it drops most entries."""
-    rng = np.random.default_rng(11)
-    workers = [_random_shards(rng, [300, 200], [k * 500, k * 500 + 300], 4, words, values) for k in range(3)]
-    keyed = [shards_keys(_shard_keys_fn, None, 1500, *shards) for shards in workers]
-    total = sum(k["entries"] for k in keyed)
-    bits = presence_bits(total)
-    assert bits >= 16
-    keep = presence_multi(merge_presence(*[keyed_presence(k, bits) for k in keyed]))
-    filtered = [keyed_entries(k, 4, bits, keep) for k in keyed]
-    whole = [keyed_entries(k, 4) for k in keyed]
-    counts: dict[tuple, int] = {}
-    for parts in whole:
-        for part in parts:
-            for t, key, _ in _entries(part):
-                counts[(t, key)] = counts.get((t, key), 0) + 1
-    kept = dropped_alone = 0
-    for b in range(4):
-        got = grouped_entries(*[parts[b] for parts in filtered])
-        want = grouped_entries(*[parts[b] for parts in whole])
-        assert _groups(got) == _groups(want)  # (their order follows the entries' count)
-        survivors = {e for parts in filtered for e in _entries(parts[b])}
-        kept += len(survivors)
-        for e in (e for parts in whole for e in _entries(parts[b])):
-            if e not in survivors:
-                assert counts[e[:2]] == 1  # only keys alone in the job are dropped
-                dropped_alone += 1
-    assert kept + dropped_alone == total
-    assert kept >= sum(n for n in counts.values() if n >= 2)
-    if values == 1 << 40:
-        assert kept < 0.2 * total
-
-
-def test_presence_bits_sizes_the_filter_from_the_entries():
-    assert presence_bits(0) == 16
-    assert presence_bits(17_000_000) == 27  # 7.9 bits an entry
-    assert 4 <= (1 << presence_bits(123_456_789)) / 123_456_789 < 8
-    assert presence_bits(1 << 30) == 0  # too many for 256 MB of bits: no filter
+    assert sum(len(p["doc"]) for p in got) == sum(int(s["rows"]["member"].sum()) for s in shards)
 
 
 @pytest.mark.parametrize("words", [1, 2])

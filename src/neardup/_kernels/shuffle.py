@@ -4,9 +4,7 @@ shuffle buckets, and a bucket's entries grouped by (table, key).
 :func:`split_entries` sends entry ``(j, key)`` to bucket ``h(j, key) mod P``, ``h`` being the
 splitmix64 finalizer (Steele, Lea and Flood, OOPSLA 2014) folded over the table number and the
 key's words (:mod:`neardup.engine.dask_groupby` states the rule), in one counting pass and one
-scatter pass over the entries of one or several shards, optionally only those whose hash's
-slot a bit array marks (:func:`mark_presence`: the slots seen twice anywhere, so that keys alone in
-the whole job need not travel). :func:`group_entries` finds the
+scatter pass over the entries of one or several shards. :func:`group_entries` finds the
 groups of two or more entries with equal (table, key): the entries sorted by the top bits of the
 key's first word (one NumPy sort of the words with their low bits replaced by the entry's
 number, :func:`by_prefix`), then each run of equal top bits (few entries, since the words are
@@ -24,57 +22,25 @@ from .hashing import SPLITMIX_GAMMA, splitmix_mix
 _INSERTION = 32  # runs up to this long are sorted by insertion
 
 
-@nb.njit(inline="always")
-def _entry_hash(hj, keys, i, j):
-    h = hj
-    for q in range(keys.shape[2]):
-        h = splitmix_mix(h ^ keys[i, j, q])
-    return h
-
-
-@nb.njit(inline="always")
-def _table_hash(j):
-    return splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
-
-
 @nb.njit(cache=True, nogil=True)
-def mark_presence(keys, member, shift, seen, multi):
-    """Mark the slot ``h >> shift`` of each entry's hash (the bucket hash) in the bit array
-    ``seen`` (uint64 words), and in ``multi`` when it was marked already."""
-    n, t, _ = keys.shape
-    one = np.uint64(1)
-    for j in range(t):
-        hj = _table_hash(j)
-        for i in range(n):
-            if member[i, j]:
-                s = _entry_hash(hj, keys, i, j) >> shift
-                word, bit = s >> np.uint64(6), one << (s & np.uint64(63))
-                old = seen[word]  # no branch: the reads of independent entries overlap
-                multi[word] |= old & bit
-                seen[word] = old | bit
-
-
-@nb.njit(cache=True, nogil=True)
-def entry_buckets(keys, member, buckets, counts, keep, shift):
-    """Each entry's bucket: int32[t, n], ``-1`` where ``member[i, j]`` is False or, with a
-    non-empty bit array ``keep``, where the slot ``h >> shift`` of the entry's hash is not in
-    ``keep``; adds each bucket's entries to ``counts`` (int64[buckets]). ``keys``: uint64[n, t, w]."""
-    n, t, _ = keys.shape
+def entry_buckets(keys, member, buckets, counts):
+    """Each entry's bucket: int32[t, n], ``-1`` where ``member[i, j]`` is False; adds each
+    bucket's entries to ``counts`` (int64[buckets]). ``keys``: uint64[n, t, w]."""
+    n, t, w = keys.shape
     nb_ = np.uint64(buckets)
-    filtered = keep.shape[0] > 0
-    one = np.uint64(1)
     where = np.empty((t, n), dtype=np.int32)
     for j in range(t):
-        hj = _table_hash(j)
+        hj = splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
         for i in range(n):
-            b = np.int32(-1)
             if member[i, j]:
-                h = _entry_hash(hj, keys, i, j)
-                s = h >> shift
-                if not filtered or (keep[s >> np.uint64(6)] >> (s & np.uint64(63))) & one:
-                    b = np.int32(h % nb_)
-                    counts[b] += 1
-            where[j, i] = b
+                h = hj
+                for q in range(w):
+                    h = splitmix_mix(h ^ keys[i, j, q])
+                b = np.int32(h % nb_)
+                where[j, i] = b
+                counts[b] += 1
+            else:
+                where[j, i] = -1
     return where
 
 
@@ -95,19 +61,14 @@ def scatter_entries(keys, where, start, fill, table, key, doc):
                 fill[b] = p + 1
 
 
-_NO_KEEP = np.zeros(0, dtype=np.uint64)
-
-
-def split_entries(keys_list, member_list, starts, buckets, keep=None, shift=0):
+def split_entries(keys_list, member_list, starts, buckets):
     """The entries ``(j, keys[i, j], start + i)`` with ``member[i, j]`` of every ``(keys,
     member, start)`` of the lists, ordered by bucket and, within a bucket, by list position, table
     and document: ``(bounds, table, key, doc)``, bucket ``b`` being ``[bounds[b], bounds[b + 1])``.
     ``keys``: uint64[n, t, w]; ``member``: bool[n, t]. One counting pass over every list, one
-    allocation, one scatter pass: entries are never joined by copying. With ``keep`` (a bit
-    array of :func:`mark_presence`'s slots), only the entries whose slot it holds."""
+    allocation, one scatter pass: entries are never joined by copying."""
     counts = np.zeros(buckets, dtype=np.int64)
-    keep = _NO_KEEP if keep is None else keep
-    wheres = [entry_buckets(k, m, buckets, counts, keep, np.uint64(shift)) for k, m in zip(keys_list, member_list)]
+    wheres = [entry_buckets(k, m, buckets, counts) for k, m in zip(keys_list, member_list)]
     bounds = np.zeros(buckets + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
     total = int(bounds[-1])

@@ -66,17 +66,11 @@ from .dask_groupby import (
     connect_with_rows,
     entries_bytes,
     grouped_entries,
-    keyed_entries,
-    keyed_entries_count,
-    keyed_presence,
     merge_forests,
-    merge_presence,
     pairs_forest,
-    presence_bits,
-    presence_multi,
     roots_from_forest,
     shards_empty,
-    shards_keys,
+    shards_entries,
     similarity_with_rows,
     take_group_rows,
     union_docs,
@@ -804,14 +798,10 @@ class DaskEngine(LocalEngine):
         groups, where = self._shard_holders(job) if job.shards else ([], [])
         held = [[job.shards[k][2] for k in group] for group in groups]
         empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
-        keyed = [
-            client.submit(
-                shards_keys, sharded.keys, config, n, *fs, retries=retries, priority=4 * buckets, **_prefer(w)
-            )
-            for fs, w in zip(held, where)
+        entries = [
+            client.submit(shards_entries, sharded.keys, config, buckets, n, *fs, retries=retries, priority=4 * buckets)
+            for fs in held
         ]
-        entries, keyed_total = self._filtered_entries(keyed, buckets, where)
-        del keyed
         sizes = [client.submit(entries_bytes, e) for e in entries]
         grouped = [
             client.submit(
@@ -848,36 +838,9 @@ class DaskEngine(LocalEngine):
             "dask_groups_verified": float(groups_verified),
             "dask_bucket_pairs": float(pair_count),
             "dask_rows_moved_bytes": float(sum(moved)),
-            "dask_entries_before_filter": float(keyed_total),
         }
         self.group_by_seconds[name] = time.perf_counter() - t0
         return state
-
-    def _filtered_entries(self, keyed: list, buckets: int, where: list[str]) -> list:
-        """Each worker's entries split into buckets, without the entries whose (table, key) no
-        other entry of the job has (most band keys: 76% at 1M documents): each worker marks its
-        entries' hash slots in a bit array (seen, seen twice), the arrays are merged in a tree
-        on the workers, and an entry travels only if its slot was seen twice anywhere
-        (:func:`~neardup.engine.dask_groupby.keyed_entries`). The groups, and so the answer,
-        are the same; the shuffle and the buckets' sorting shrink. Returns the entries' futures
-        and how many entries there were before the filter."""
-        client, retries = self.client, self.retries
-        total = sum(client.gather([client.submit(keyed_entries_count, k) for k in keyed]))
-        bits = presence_bits(total)
-        keep = None
-        if bits and keyed:
-            presence = [client.submit(keyed_presence, k, bits, retries=retries) for k in keyed]
-            while len(presence) > 1:
-                presence = [
-                    client.submit(merge_presence, *presence[i : i + _MERGE_FAN_IN], retries=retries)
-                    for i in range(0, len(presence), _MERGE_FAN_IN)
-                ]
-            keep = client.submit(presence_multi, presence[0], retries=retries)
-        entries = [
-            client.submit(keyed_entries, k, buckets, bits, keep, retries=retries, priority=4 * buckets, **_prefer(w))
-            for k, w in zip(keyed, where)
-        ]
-        return entries, total
 
     def _sharded_similarity(
         self, sharded: Sharded, config: Any, job: _Job, docs: np.ndarray, others: np.ndarray

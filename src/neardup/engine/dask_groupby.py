@@ -7,12 +7,7 @@ Plain functions over arrays, run as Dask tasks by :class:`~neardup.engine.dask_e
    ``h(table, key) mod P``, where ``h`` is the splitmix64 finalizer (Steele, Lea and Flood,
    "Fast splittable pseudorandom number generators", OOPSLA 2014) of the key's words folded with
    the table number. All documents that share a key in a table land in the same bucket, so a
-   bucket's groups are complete. On shards, an entry whose (table, key) no other entry of the job
-   has is not sent at all: each worker marks its entries' hash slots in a bit array (seen once,
-   seen twice), the workers' arrays are merged (a slot seen on two workers is seen twice), and
-   only entries in slots seen twice travel (a Bloom-filter-like test: no group member is ever
-   dropped; a lone key shares a slot with another entry with probability about the share of
-   slots taken).
+   bucket's groups are complete.
 2. **Verify.** A bucket sorts its entries by (table, key) and calls the method's ``verify`` on each
    group of two or more documents; a pair found in several tables of the bucket counts once.
    On shards (below), a job that wants clusters only may verify with the method's ``connect``
@@ -35,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .._kernels.shuffle import group_entries, mark_presence, split_entries
+from .._kernels.shuffle import group_entries, split_entries
 from ..core.arrays import sorted_unique
 from ..core.components import components
 
@@ -54,8 +49,7 @@ def bucket_entries(keys: np.ndarray, member: np.ndarray, buckets: int, start: in
     >>> sorted(int(d) for p in parts for d in p["doc"])
     [0, 0, 1, 1, 2, 2]
     """
-    keys, member = _entry_arrays(keys, member)
-    return _bucket_views(*split_entries([keys], [member], [start], int(buckets)))
+    return _split([_entry_arrays(keys, member)], [start], buckets)
 
 
 def _entry_arrays(keys: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,8 +60,10 @@ def _entry_arrays(keys: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.
     return keys, np.ascontiguousarray(np.asarray(member, dtype=bool).reshape(n, tables))
 
 
-def _bucket_views(bounds, table, key, doc) -> list[dict[str, np.ndarray]]:
-    """The buckets of :func:`~neardup._kernels.shuffle.split_entries`' arrays, as views."""
+def _split(arrays: list[tuple[np.ndarray, np.ndarray]], starts: list[int], buckets: int) -> list[dict[str, np.ndarray]]:
+    """The entries of ``(keys, member)`` pieces whose first documents are ``starts``, split into
+    ``buckets`` (views of one array per column)."""
+    bounds, table, key, doc = split_entries([k for k, _ in arrays], [m for _, m in arrays], starts, int(buckets))
     return [
         {"table": table[lo:hi], "key": key[lo:hi], "doc": doc[lo:hi]}
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
@@ -199,71 +195,15 @@ def _concat(columns: list):
     return np.concatenate(columns) if isinstance(columns[0], np.ndarray) else type(columns[0]).concat(columns)
 
 
-def shards_keys(keys_fn, config: Any, documents: int, *shards: dict[str, Any]) -> dict[str, Any]:
-    """The keys of several shards (those one worker holds; ``keys_fn`` of the method, document
-    numbers of the whole job of ``documents``): ``keys`` (uint64[n, t, w] per shard),
-    ``member`` (bool[n, t] per shard), ``start`` (each shard's first document), ``entries``
-    (how many take part)."""
-    arrays = [_entry_arrays(*keys_fn(config, shard["rows"], documents)) for shard in shards]
-    return {
-        "keys": [k for k, _ in arrays],
-        "member": [m for _, m in arrays],
-        "start": [shard["start"] for shard in shards],
-        "entries": sum(int(np.count_nonzero(m)) for _, m in arrays),
-    }
-
-
-def keyed_entries_count(keyed: dict[str, Any]) -> int:
-    return keyed["entries"]
-
-
-def presence_bits(entries: int) -> int:
-    """log2 of the bit array that filters a shuffle of ``entries`` entries (about 4-8 bits an
-    entry: a key alone in the job survives with probability 1 - exp(-entries / 2**bits), 12-22%),
-    or 0 when such an array would pass too many (more than 2**29 entries: 256 MB of bits)."""
-    if entries > 1 << 29:
-        return 0
-    return min(31, max(16, (4 * max(entries, 1) - 1).bit_length()))
-
-
-def keyed_presence(keyed: dict[str, Any], bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(seen, multi)``: bit arrays of 2**bits slots, the slots of this worker's entries'
-    hashes, and those taken by two or more of its entries."""
-    seen = np.zeros(max(1, (1 << bits) // 64), dtype=np.uint64)
-    multi = np.zeros_like(seen)
-    for keys, member in zip(keyed["keys"], keyed["member"]):
-        mark_presence(keys, member, np.uint64(64 - bits), seen, multi)
-    return seen, multi
-
-
-def merge_presence(*presences: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(seen, multi)`` of the entries of all ``presences``: a slot is in ``multi`` when
-    one of them has it there or two of them have it in ``seen``."""
-    seen, multi = presences[0][0].copy(), presences[0][1].copy()
-    for other_seen, other_multi in presences[1:]:
-        multi |= other_multi | (seen & other_seen)
-        seen |= other_seen
-    return seen, multi
-
-
-def presence_multi(presence: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    return presence[1]
-
-
-def keyed_entries(
-    keyed: dict[str, Any], buckets: int, bits: int = 0, keep: np.ndarray | None = None
+def shards_entries(
+    keys_fn, config: Any, buckets: int, documents: int, *shards: dict[str, Any]
 ) -> list[dict[str, np.ndarray]]:
-    """The entries of :func:`shards_keys` split into ``buckets`` as :func:`bucket_entries` splits
-    them, each bucket's entries from every shard in one array (the buckets' groups do not depend
-    on the order of their entries). With ``keep`` (the ``multi`` bits of the presence of every
-    worker's entries, :func:`merge_presence`), an entry whose slot is not in it is dropped: its
-    (table, key) is in no other entry of the job, so it is in no group of two or more, and every
-    group arrives whole; a dropped key shares its slot with no other (each such key is sent with
-    probability about the share of slots taken)."""
-    bounds, table, key, doc = split_entries(
-        keyed["keys"], keyed["member"], keyed["start"], int(buckets), keep, 64 - bits if bits else 0
-    )
-    return _bucket_views(bounds, table, key, doc)
+    """The (table, key, document) entries of several shards (those one worker holds; keys by
+    ``keys_fn``, document numbers of the whole job of ``documents``) split into ``buckets`` as
+    :func:`bucket_entries` splits them, each bucket's entries from every shard in one array (the
+    buckets' groups do not depend on the order of their entries)."""
+    arrays = [_entry_arrays(*keys_fn(config, shard["rows"], documents)) for shard in shards]
+    return _split(arrays, [shard["start"] for shard in shards], buckets)
 
 
 def take_group_rows(wanted, *shards: dict[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
