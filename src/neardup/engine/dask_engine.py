@@ -311,7 +311,7 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
     glibc's dynamic mmap threshold, so every allocation over 128 KiB (a batch's texts,
     signatures, band keys) becomes a fresh ``mmap`` whose pages fault in again each time: in the
     first scan of a MinHash job that is 7.5x the page faults and about a quarter more CPU
-    (docs/scaling.md, "Memory"). A variable already in the environment is left as it is; a
+    (docs/scaling.md, "Memory settings"). A variable already in the environment is left as it is; a
     worker that the nanny restarts after a loss gets the same."""
     import dask
     from dask.distributed import Client, LocalCluster
