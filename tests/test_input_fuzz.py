@@ -299,6 +299,25 @@ def test_fuzzed_parquet(table, row_group):
         _check(path, expected, bad)
 
 
+def test_parquet_with_a_column_name_that_is_not_utf8_is_an_unreadable_file(tmp_path):
+    """A damaged footer whose column path is not UTF-8 (found by the fuzz test below: pyarrow
+    raises UnicodeDecodeError while opening): the clear error, or one skip with on_error="skip"."""
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["one two", "three"]}), buf)
+    data = bytearray(buf.getvalue())
+    footer = len(data) - int.from_bytes(data[-8:-4], "little") - 8
+    at = data.index(b"text", footer)
+    data[at + 1] = 0x80
+    path = tmp_path / "in.parquet"
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError) as e:
+        _read(path)
+    assert e.value.path == str(path) and e.value.reason == "unreadable file"
+    assert "not UTF-8" in str(e.value)
+    _, _, stats = _read(path, on_error="skip")
+    assert stats.documents == 0 and stats.reasons == {"unreadable file": 1}
+
+
 @FUZZ
 @given(
     table=_table(),

@@ -67,10 +67,20 @@ class _ArrowFile:
 
 
 def open_table(path: str, fmt: str = "parquet"):
-    """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL."""
+    """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL. A Parquet footer
+    whose column names are not UTF-8 (a damaged file) raises ``pa.ArrowInvalid``, as other
+    damage does, not pyarrow's ``UnicodeDecodeError``."""
     if fmt == "arrow":
         return _ArrowFile(path)
-    return pq.ParquetFile(open_binary(path) if is_url(path) else local_path(path))
+    pf = None
+    try:
+        pf = pq.ParquetFile(open_binary(path) if is_url(path) else local_path(path))
+        _ = pf.schema_arrow  # decodes the names too
+    except UnicodeDecodeError as exc:
+        if pf is not None:
+            pf.close()
+        raise pa.ArrowInvalid(f"damaged Parquet metadata: a column name is not UTF-8 ({exc})") from exc
+    return pf
 
 
 def read_schema(path: str, fmt: str = "parquet"):
