@@ -299,16 +299,25 @@ def test_fuzzed_parquet(table, row_group):
         _check(path, expected, bad)
 
 
-def test_parquet_with_a_column_name_that_is_not_utf8_is_an_unreadable_file(tmp_path):
-    """A damaged footer whose column path is not UTF-8 (found by the fuzz test below: pyarrow
-    raises UnicodeDecodeError while opening): the clear error, or one skip with on_error="skip"."""
+@pytest.mark.parametrize("kind", ["parquet", "arrow file", "arrow stream"])
+def test_a_column_name_that_is_not_utf8_is_an_unreadable_file(tmp_path, kind):
+    """A damaged Parquet footer or Arrow header whose column name is not UTF-8 (found by the
+    Parquet fuzz test below: pyarrow raises UnicodeDecodeError while opening): the clear error,
+    or one skip with on_error="skip"."""
+    table = pa.table({"id": ["a", "b"], "text": ["one two", "three"]})
     buf = io.BytesIO()
-    pq.write_table(pa.table({"id": ["a", "b"], "text": ["one two", "three"]}), buf)
+    if kind == "parquet":
+        pq.write_table(table, buf)
+    else:
+        with (pa.ipc.new_file if kind == "arrow file" else pa.ipc.new_stream)(buf, table.schema) as w:
+            w.write_table(table)
     data = bytearray(buf.getvalue())
-    footer = len(data) - int.from_bytes(data[-8:-4], "little") - 8
-    at = data.index(b"text", footer)
+    schema_at = len(data) - int.from_bytes(data[-8:-4], "little") - 8 if kind == "parquet" else 0
+    if kind == "arrow file":  # the footer's copy of the schema is the one read
+        schema_at = data.rindex(b"text")
+    at = data.index(b"text", schema_at)
     data[at + 1] = 0x80
-    path = tmp_path / "in.parquet"
+    path = tmp_path / ("in.parquet" if kind == "parquet" else "in.arrow")
     path.write_bytes(bytes(data))
     with pytest.raises(InputError) as e:
         _read(path)

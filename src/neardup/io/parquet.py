@@ -48,10 +48,14 @@ class _ArrowFile:
         # a local file is memory-mapped, so read_all() maps the batches instead of copying them
         self._stream = open_binary(path) if is_url(path) else pa.memory_map(local_path(path), "r")
         try:
-            self._table = pa.ipc.open_file(self._stream).read_all()
-        except pa.ArrowInvalid:
-            self._stream.seek(0)
-            self._table = pa.ipc.open_stream(self._stream).read_all()
+            try:
+                self._table = pa.ipc.open_file(self._stream).read_all()
+            except pa.ArrowInvalid:
+                self._stream.seek(0)
+                self._table = pa.ipc.open_stream(self._stream).read_all()
+        except BaseException:  # a damaged file: not left open
+            self._stream.close()
+            raise
         self.schema_arrow = self._table.schema
         self.metadata = self._table  # .num_rows
 
@@ -62,25 +66,30 @@ class _ArrowFile:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
         self._stream.close()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def open_table(path: str, fmt: str = "parquet"):
-    """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL. A Parquet footer
-    whose column names are not UTF-8 (a damaged file) raises ``pa.ArrowInvalid``, as other
-    damage does, not pyarrow's ``UnicodeDecodeError``."""
-    if fmt == "arrow":
-        return _ArrowFile(path)
-    pf = None
+    """A Parquet (``pq.ParquetFile``) or Arrow IPC file, local or an fsspec URL. A schema whose
+    column names are not UTF-8 (a damaged Parquet footer or Arrow header) raises
+    ``pa.ArrowInvalid``, as other damage does, not pyarrow's ``UnicodeDecodeError``."""
+    table = None
     try:
-        pf = pq.ParquetFile(open_binary(path) if is_url(path) else local_path(path))
-        _ = pf.schema_arrow  # decodes the names too
+        table = (
+            _ArrowFile(path)
+            if fmt == "arrow"
+            else pq.ParquetFile(open_binary(path) if is_url(path) else local_path(path))
+        )
+        _ = table.schema_arrow.names  # decoded here (an Arrow schema decodes them only when asked)
     except UnicodeDecodeError as exc:
-        if pf is not None:
-            pf.close()
-        raise pa.ArrowInvalid(f"damaged Parquet metadata: a column name is not UTF-8 ({exc})") from exc
-    return pf
+        if table is not None:
+            table.close()
+        raise pa.ArrowInvalid(f"damaged {fmt} schema: a column name is not UTF-8 ({exc})") from exc
+    return table
 
 
 def read_schema(path: str, fmt: str = "parquet"):
