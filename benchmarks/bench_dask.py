@@ -3,7 +3,7 @@
 process, bytes moved per stage, and that the answer is the same.
 
     python benchmarks/bench_dask.py [--docs 100000] [--workers 2] [--repeat 3] [--method minhash]
-                                    [--partitions N] [--driver-state]
+                                    [--partitions N] [--driver-state] [--verify exact|edit]
 
 The corpus is ``run_dedup.py``'s generated one (``examples/generate_corpus.py``, seed 1, 20%
 planted duplicates; 1M documents, the target size, are about 1.8 GB of JSONL). Each run is its own
@@ -58,14 +58,22 @@ def _cpu_seconds(client) -> dict[str, float]:
     return out
 
 
-def one(engine: str, corpus: str, workers: int, method: str, partitions: int | None, worker_state: bool = True) -> dict:
+def one(
+    engine: str,
+    corpus: str,
+    workers: int,
+    method: str,
+    partitions: int | None,
+    worker_state: bool = True,
+    verify: str | None = None,
+) -> dict:
     """Run one job in this process; return its measurements."""
     import numpy as np
 
     import neardup
     from neardup.methods.registry import get_method
 
-    config = get_method(method)()
+    config = get_method(method)(**({"verify": verify} if verify else {}))
     out: dict = {"engine": engine}
     client = None
     if engine == "dask":
@@ -115,6 +123,7 @@ def run_child(engine: str, corpus: Path, args) -> dict:
     cmd = [sys.executable, __file__, "--one", engine, "--corpus", str(corpus), "--workers", str(args.workers)]
     cmd += ["--method", args.method] + (["--partitions", str(args.partitions)] if args.partitions else [])
     cmd += ["--driver-state"] if args.driver_state else []
+    cmd += ["--verify", args.verify] if args.verify else []
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise SystemExit(f"{engine} run failed:\n{r.stderr[-4000:]}")
@@ -133,11 +142,17 @@ def main() -> None:
         action="store_true",
         help="dask: bring the per-document state (signatures) to the driver (DaskEngine(worker_state=False))",
     )
+    ap.add_argument(
+        "--verify", default=None, help="the method's verify setting (exact, edit, signature; default: its own)"
+    )
     ap.add_argument("--one", choices=["local", "dask"], help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.corpus, args.workers, args.method, args.partitions, not args.driver_state)))
+        found = one(
+            args.one, args.corpus, args.workers, args.method, args.partitions, not args.driver_state, args.verify
+        )
+        print(json.dumps(found))
         return
     corpus, _ = run_dedup.ensure_corpus(args.docs, 1, 0.2)
     run_dedup.warm_page_cache(corpus)
@@ -151,7 +166,8 @@ def main() -> None:
     if {r["keep_digest"] for r in local} != {r["keep_digest"] for r in dask}:
         raise SystemExit("the engines disagree on which documents to keep")
     med = {e: statistics.median(r["wall_s"] for r in rs) for e, rs in runs.items()}
-    print(f"\n## bench_dask: {args.method}, {local[0]['documents']:,} documents, {args.workers} cores\n")
+    verify = f" (verify={args.verify})" if args.verify else ""
+    print(f"\n## bench_dask: {args.method}{verify}, {local[0]['documents']:,} documents, {args.workers} cores\n")
     print("| engine | job wall s (median) | driver peak MB | worker peak MB | removed |")
     print("|---|---:|---:|---:|---:|")
     for e, rs in runs.items():

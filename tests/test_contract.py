@@ -342,6 +342,13 @@ def test_plan_is_picklable_and_made_of_module_functions(config):
             functions.append(stage.fn)
         else:
             functions += [stage.keys, stage.verify, stage.local]
+    sharded = plan.sharded
+    assert sharded is not None, "every plan has a sharded form: an engine can leave its state where it was made"
+    functions += [sharded.keys, sharded.verify, sharded.similarity, sharded.empty]
+    functions += [sharded.connect] if sharded.connect is not None else []
+    if sharded.recheck is not None:  # its scan is one of the plan's, run in its place
+        assert sharded.recheck.scan in plan.stages
+        functions.append(sharded.recheck.verify)
     for fn in functions:
         assert "<locals>" not in fn.__qualname__ and "<lambda>" not in fn.__qualname__, fn
 

@@ -21,6 +21,7 @@ from neardup.engine.dask_groupby import (
     shards_entries,
 )
 from neardup.methods.minhash.config import MinHashConfig
+from neardup.text.shingles import Shingling
 
 from conftest import make_corpus
 
@@ -37,6 +38,41 @@ def test_buckets_hold_whole_groups():
     for b, p in enumerate(parts):
         for t, k in zip(p["table"].tolist(), map(tuple, p["key"].tolist())):
             assert seen.setdefault((t, k), b) == b, "a group was split across buckets"
+
+
+def test_candidates_are_verified_again_on_rows_from_several_shards():
+    """recheck_with_rows: a bucket's candidate pairs (candidate_bucket), their re-read rows read in
+    place from one shard and taken from another, kept when the exact Jaccard of their sets
+    reaches the threshold: brute force's pairs and similarities, each pair once."""
+    from neardup.core.arrays import CsrRows
+    from neardup.engine.dask_groupby import candidate_bucket, check_bucket, recheck_with_rows, take_group_rows
+    from neardup.methods.minhash.plan import shard_exact_verify
+
+    rng = np.random.default_rng(5)
+    n = 40
+    sets = [np.unique(rng.integers(0, 12, size=rng.integers(1, 8))).astype(np.uint64) for _ in range(n)]
+    shards = []
+    for start, stop in ((0, 25), (25, n)):
+        offsets = np.zeros(stop - start + 1, dtype=np.int64)
+        np.cumsum([len(sets[d]) for d in range(start, stop)], out=offsets[1:])
+        rows = CsrRows(np.concatenate(sets[start:stop]), offsets)
+        shards.append({"start": start, "n": stop - start, "rows": {"reread": rows}, "counters": None})
+    a, b = rng.integers(0, n, 300), rng.integers(0, n, 300)
+    a, b = a[a < b], b[a < b]  # repeated pairs included, as several groups may give them
+    bucket = candidate_bucket((a, b, np.zeros(len(a)), 3))
+    config = MinHashConfig(threshold=0.5, verify="exact")
+    got_a, got_b, got_s, groups = check_bucket(
+        recheck_with_rows, shard_exact_verify, config, bucket, 1, shards[0], take_group_rows(bucket, shards[1])
+    )
+    expected = {}
+    for x, y in zip(a.tolist(), b.tolist()):
+        j = len(np.intersect1d(sets[x], sets[y])) / len(np.union1d(sets[x], sets[y]))
+        if j >= 0.5:
+            expected[x, y] = j
+    assert groups == 3
+    assert list(zip(got_a.tolist(), got_b.tolist())) == sorted(expected)
+    assert np.allclose(got_s, [expected[p] for p in sorted(expected)])
+    assert 0 < len(expected) < len(set(zip(a.tolist(), b.tolist())))
 
 
 @pytest.mark.parametrize("words", [1, 2])
@@ -151,13 +187,18 @@ def _kill_configs():
         # their batch and the broadcast lexicon
         "imatch": (IMatchConfig(lexicons=3, min_terms=3), 60 + 8),
         "spotsigs": (SpotSigsConfig(threshold=0.5), 5),
+        # killed while the candidates' texts are read again (60 batches in the first scan): the
+        # re-read rows it held are made again, and so are the candidates they came from
+        "minhash-exact": (MinHashConfig(threshold=0.6, verify="exact"), 60 + 5),
+        "simhash-edit": (SimHashConfig(verify="edit", threshold=0.85, max_distance=24), 60 + 5),
     }
 
 
-@pytest.mark.parametrize("method", ["minhash", "simhash", "imatch", "spotsigs"])
+@pytest.mark.parametrize("method", ["minhash", "simhash", "imatch", "spotsigs", "minhash-exact", "simhash-edit"])
 def test_a_worker_killed_mid_job_is_replaced_and_the_answer_is_the_same(dask_client, method):
     """Every one keeps its last scan's state on the workers (a killed worker's shards are
-    recomputed from their lineage); I-Match's worker dies while its shards are being made."""
+    recomputed from their lineage); I-Match's worker dies while its shards are being made, the
+    re-reading plans' while the candidates' texts are read again."""
     from neardup.engine.dask_engine import DaskEngine
 
     data = make_corpus(n=600, seed=11)
@@ -361,6 +402,11 @@ def _state_configs():
         (IMatchConfig(lexicons=3, min_terms=3), 3 * 16 + 3),
         (SpotSigsConfig(threshold=0.5), 8 + 8),  # offsets and lengths, at least
         (SpotSigsConfig(threshold=0.5, idf_band=(0.0, 0.9)), 8 + 8),
+        (MinHashConfig(threshold=0.6, verify="exact"), 128 * 4 + 8),
+        (MinHashConfig(threshold=0.8, verify="edit", shingling=Shingling("word", 2)), 128 * 4 + 8),
+        (MinHashConfig(threshold=0.85, verify="edit", edit_level="char", num_perm=64), 64 * 4 + 8),
+        (SimHashConfig(verify="edit", threshold=0.85, max_distance=24), 8 + 8),
+        (SpotSigsConfig(verify="edit", threshold=0.85, edit_level="char"), 8 + 8),
     ]
 
 
@@ -377,6 +423,11 @@ def _state_configs():
         "imatch",
         "spotsigs",
         "spotsigs-idf",
+        "minhash-exact",
+        "minhash-edit-word",
+        "minhash-edit-char",
+        "simhash-edit",
+        "spotsigs-edit",
     ],
 )
 def test_the_last_scans_state_never_comes_to_the_driver(tmp_path, dask_client, config, row_bytes):

@@ -1,12 +1,23 @@
-"""Array helpers written once: growing row buffers, concatenation, text lengths."""
+"""Array helpers written once: growing row buffers, concatenation, CSR rows, text lengths."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CsrParts", "RowBuffer", "check_offsets", "concat", "concat_consuming", "sorted_unique", "text_lengths"]
+__all__ = [
+    "CsrParts",
+    "CsrRows",
+    "RowBuffer",
+    "check_offsets",
+    "concat",
+    "concat_consuming",
+    "csr_take",
+    "sorted_unique",
+    "text_lengths",
+]
 
 
 def check_offsets(offsets: np.ndarray, n: int) -> None:
@@ -140,3 +151,71 @@ class CsrParts:
         values = [p[1] for p in self._parts]
         self._parts = [(p[0], None, p[2]) for p in self._parts]  # the values are only in the list now
         return docs, concat_consuming(values, np.empty(0, self._dtype)), offsets
+
+
+def csr_take(offsets: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The value indices of CSR rows ``positions`` (in that order) and their new offsets.
+
+    >>> [a.tolist() for a in csr_take(np.array([0, 2, 3, 6]), np.array([2, 0]))]
+    [[3, 4, 5, 0, 1], [0, 3, 5]]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    starts, sizes = offsets[positions], np.diff(offsets)[positions]
+    out = np.zeros(len(positions) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return np.repeat(starts - out[:-1], sizes) + np.arange(out[-1], dtype=np.int64), out
+
+
+@dataclass(frozen=True, eq=False)
+class CsrRows:
+    """Rows of variable length, one per document: row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
+
+    What the engines move between processes as one column of per-document rows
+    (:class:`~neardup.core.plan.Sharded`): ``len``, :meth:`take`, :meth:`concat` and ``nbytes``.
+
+    >>> rows = CsrRows.of(np.array([1, 3]), np.array([7, 8, 9], np.uint64), np.array([0, 2, 3]), 4)
+    >>> [rows.row(i).tolist() for i in range(4)]
+    [[], [7, 8], [], [9]]
+    >>> [r.tolist() for r in CsrRows.concat([rows.take(np.array([3, 1])), rows.take(np.array([0]))]).split()]
+    [[9], [7, 8], []]
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, docs: np.ndarray, values: np.ndarray, offsets: np.ndarray, n: int) -> CsrRows:
+        """``n`` rows from the CSR rows of some of them (``docs``, increasing; ``offsets`` over
+        ``values``, as :meth:`CsrParts.joined` gives them); the others are empty."""
+        sizes = np.zeros(n, dtype=np.int64)
+        sizes[np.asarray(docs, dtype=np.int64)] = np.diff(offsets)
+        full = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=full[1:])
+        return cls(values, full)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes + self.offsets.nbytes)
+
+    def row(self, i: int) -> np.ndarray:
+        return self.values[self.offsets[i] : self.offsets[i + 1]]
+
+    def split(self) -> list[np.ndarray]:
+        """Every row, as views."""
+        return [self.row(i) for i in range(len(self))]
+
+    def take(self, positions: np.ndarray) -> CsrRows:
+        """The rows at ``positions``, in that order."""
+        entries, offsets = csr_take(self.offsets, positions)
+        return CsrRows(self.values[entries], offsets)
+
+    @classmethod
+    def concat(cls, pieces: Sequence[CsrRows]) -> CsrRows:
+        """The rows of ``pieces``, one after the other."""
+        sizes = np.concatenate([np.diff(p.offsets) for p in pieces])
+        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return cls(np.concatenate([p.values for p in pieces]), offsets)

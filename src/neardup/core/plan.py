@@ -46,7 +46,7 @@ import numpy as np
 from .arrays import RowBuffer
 from .parallel import Threads
 
-__all__ = ["GroupBy", "Plan", "Prepass", "Reducer", "Rows", "Scan", "Sharded", "StageContext", "Step"]
+__all__ = ["GroupBy", "Plan", "Prepass", "Recheck", "Reducer", "Rows", "Scan", "Sharded", "StageContext", "Step"]
 
 
 class Reducer(Protocol):
@@ -116,6 +116,27 @@ class Prepass:
 
 
 @dataclass(frozen=True)
+class Recheck:
+    """A verification of the candidate pairs on what a second scan reads of their documents again
+    (``verify="exact"`` and ``"edit"``: their shingle sets or tokens), in the sharded form
+    (:class:`Sharded`): the pairs that :attr:`Sharded.verify` gives are candidates, and only the
+    documents in one are read again.
+
+    - ``scan``: the plan's own re-read scan (``map(config, batch, wanted)``, ``wanted`` a bool per
+      document in the batch's numbering; its reducer a :class:`~neardup.core.arrays.CsrParts`);
+      an engine keeps each partition's rows as one :class:`~neardup.core.arrays.CsrRows` column
+      ``"reread"``, beside the partition's shard;
+    - ``verify(config, a, b, rows) -> (a, b, similarity)``: the candidate pairs (row positions in
+      ``rows``, which hold the ``"reread"`` rows of some documents) that the verifier accepts.
+
+    :attr:`Sharded.similarity` of such a plan reads the ``"reread"`` rows too.
+    """
+
+    scan: Scan
+    verify: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
 class Sharded:
     """The plan's work after its last scan, on *shards* of per-document state, so that an engine
     can leave each shard where it was computed (the Dask engine keeps it on the worker that
@@ -144,7 +165,9 @@ class Sharded:
     - ``connect(config, members, bounds, rows) -> (a, b)`` (optional, for jobs that want clusters
       only): pairs of row positions whose connected components are those of ``verify``'s pairs
       of the same groups (for instance the edges of a spanning forest, which need fewer
-      comparisons than every pair).
+      comparisons than every pair);
+    - ``recheck`` (optional, :class:`Recheck`): ``verify``'s pairs are candidates, verified again
+      on the rows of a later scan (the shard's scan is then the last scan before it).
     """
 
     columns: tuple[str, ...]
@@ -153,6 +176,7 @@ class Sharded:
     similarity: Callable[..., np.ndarray]
     empty: Callable[..., np.ndarray]
     connect: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
+    recheck: Recheck | None = None
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,19 @@ state on the workers of a ``dask.distributed`` cluster.
   ``2 x cluster threads`` partitions are in each phase. Later scans read the partitions again
   on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
   reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
-- **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: MinHash with
-  signature verification, SimHash, exact, I-Match, SpotSigs). The stages before the plan's last
-  scan run as below (an IDF table or a lexicon made here and broadcast); each partition's result of the
-  last scan is reduced where it was made into a *shard*; the shards compute their own group-by
-  keys and shuffle them, a bucket takes the rows of only the documents of its groups of two or
-  more from their shards, and the similarity of each document to its kept one is computed on
-  rows taken the same way. What comes here: ids, lengths, exact keys, the earlier scans' parts,
-  empty flags, roots, similarities, pairs when asked for, and counts.
-- **Otherwise** the parts come back to the method's reducer here, steps (document frequencies,
+- **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: every
+  method's). The stages before the plan's last scan run as below (an IDF table or a lexicon
+  made here and broadcast); each partition's result of the last scan is reduced where it was
+  made into a *shard*; the shards compute their own group-by keys and shuffle them, a bucket
+  takes the rows of only the documents of its groups of two or more from their shards, and the
+  similarity of each document to its kept one is computed on rows taken the same way. A plan
+  that verifies its candidates on their texts read again (a :class:`~neardup.core.plan.Recheck`:
+  ``verify="exact"`` or ``"edit"``) keeps each bucket's candidate pairs there, gathers the
+  documents they name on one worker, reads each partition again on a worker for those
+  documents (rows that stay there), and verifies each bucket's pairs on rows taken from those
+  shards. What comes here: ids, lengths, exact keys, the earlier scans' parts, empty flags,
+  roots, similarities, pairs when asked for, and counts.
+- **Otherwise** (``worker_state=False``) the parts come back to the method's reducer here, steps (document frequencies,
   IDF tables, edit verification) run here, and the candidate stage
   (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
@@ -52,22 +56,25 @@ from typing import Any
 
 import numpy as np
 
-from ..core.arrays import sorted_unique, text_lengths
+from ..core.arrays import CsrRows, sorted_unique, text_lengths
 from ..core.documents import DocBatch, DocumentSource, PartitionedSource
 from ..core.errors import InputChangedError, LinesNeeded
 from ..core.parallel import Threads
-from ..core.plan import GroupBy, Plan, Prepass, Scan, Sharded, StageContext, Step
+from ..core.plan import GroupBy, Plan, Prepass, Recheck, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
 from ..methods.exact.groups import ExactGroups, ExactPrepass
 from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
     bucket_entries,
+    candidate_bucket,
     check_bucket,
     connect_with_rows,
+    docs_between,
     entries_bytes,
     grouped_entries,
     merge_forests,
     pairs_forest,
+    recheck_with_rows,
     roots_from_forest,
     shards_empty,
     shards_entries,
@@ -241,6 +248,21 @@ def _rescan_shard(
     return _shard(stage, config, _rescan(stage, config, inputs, part, expected, chosen, sub_start), sub_start, columns)
 
 
+def _reread_shard(stage: Scan, config: Any, part, expected: int, chosen, start: int, n: int, wanted: np.ndarray):
+    """A :class:`~neardup.core.plan.Recheck`'s scan of one partition: the rows of its
+    representatives at positions ``wanted`` (from 0; ``n`` in all, the first numbered ``start``
+    in the job), as a shard of one column ``"reread"`` (:class:`~neardup.core.arrays.CsrRows`;
+    the others' rows empty). A partition without wanted documents is not read."""
+    mask = np.zeros(n, dtype=bool)
+    mask[wanted] = True
+    reducer = stage.reduce(config)
+    if len(wanted):
+        for found in _rescan(stage, config, [mask], part, expected, chosen, 0):
+            reducer.add(found)
+    docs, values, offsets = reducer.joined()
+    return {"start": start, "n": n, "rows": {"reread": CsrRows.of(docs, values, offsets, n)}, "counters": None}
+
+
 def _no_components(want_pairs: bool) -> dict[str, Any]:
     """What the candidate stage gives for a job without documents."""
     out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
@@ -249,9 +271,11 @@ def _no_components(want_pairs: bool) -> dict[str, Any]:
     return out
 
 
-def _last_scan(plan: Plan) -> int:
-    """The position of the plan's last scan among its stages."""
-    scans = [k for k, stage in enumerate(plan.stages) if isinstance(stage, Scan)]
+def _last_scan(plan: Plan, recheck: Recheck | None = None) -> int:
+    """The position of the plan's last scan among its stages (before ``recheck``'s scan, which the
+    sharded form runs itself)."""
+    skip = None if recheck is None else recheck.scan.name
+    scans = [k for k, stage in enumerate(plan.stages) if isinstance(stage, Scan) and stage.name != skip]
     if not scans:
         raise RuntimeError(f"the {plan.config.name} plan must start with a scan of the input")
     return scans[-1]
@@ -273,6 +297,9 @@ class _Job:
         self.utf8_texts = False
         """The plan's scans take UTF-8 texts (:attr:`~neardup.core.plan.Plan.utf8_texts`): the
         workers read JSONL texts as the scanner's spans, no ``str`` made."""
+        self.reread: list[tuple[int, int, Any]] = []
+        """(first document, documents, future) of each partition's re-read rows (a
+        :class:`~neardup.core.plan.Recheck`), kept on the workers."""
         self.shared: Any = None
         """The inputs of the scan that made the shards (broadcast), held while the shards are:
         a shard lost with its worker is made again from them."""
@@ -458,7 +485,7 @@ class DaskEngine(LocalEngine):
         earlier scans' parts, the empty flags, the roots, the similarities, the pairs when asked
         for, and counts."""
         config = plan.config
-        last = _last_scan(plan)
+        last = _last_scan(plan, sharded.recheck)
         scan, group = plan.stages[last], plan.stages[-1]  # the sharded form stands for the stages after scan
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
@@ -475,16 +502,17 @@ class DaskEngine(LocalEngine):
         del state  # the earlier stages' results: the last scan's inputs, on the workers now
         progress.stage(group.name)
         t0 = time.perf_counter()
-        state = self._sharded_group_by(group.name, sharded, config, job, want_pairs)
+        state = self._sharded_group_by(group.name, sharded, config, job, want_pairs, progress)
         _add_counters(counters, state.pop("counters"))
         timings[group.name] = time.perf_counter() - t0
         lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
 
         def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
-            return self._sharded_similarity(sharded, config, job, docs, others)
+            shards = job.reread if sharded.recheck is not None else job.shards
+            return self._sharded_similarity(sharded, config, shards, docs, others)
 
         result = finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings, similarity)
-        job.shards, job.shared = [], None  # released on the cluster with their last reference
+        job.shards, job.reread, job.shared = [], [], None  # released on the cluster with their last reference
         return result
 
     def _shard_scan(self, plan: Plan, scan: Scan, inputs: list[Any], job: _Job, progress, columns: tuple) -> None:
@@ -728,12 +756,12 @@ class DaskEngine(LocalEngine):
             out["pairs"] = unique_pairs(a, b, s)
         return out
 
-    def _shard_holders(self, job: _Job) -> tuple[list[list[int]], list[str]]:
-        """The shards by the worker that holds them (shard numbers, in order), and each group's
-        worker address ("" when unknown): a task over one group's shards runs where they are, so
-        the candidate stage has tasks per worker, not per shard. A shard recomputed elsewhere
-        meanwhile is fetched, which changes no answer."""
-        futures = [f for _, _, f in job.shards]
+    def _shard_holders(self, shards: list[tuple[int, int, Any]]) -> tuple[list[list[int]], list[str]]:
+        """The shards (``job.shards`` or ``job.reread``) by the worker that holds them (shard
+        numbers, in order), and each group's worker address ("" when unknown): a task over one
+        group's shards runs where they are, so the candidate stage has tasks per worker, not per
+        shard. A shard recomputed elsewhere meanwhile is fetched, which changes no answer."""
+        futures = [f for _, _, f in shards]
         holders = self.client.who_has(futures)
         groups: dict[str, list[int]] = {}
         for k, f in enumerate(futures):
@@ -783,7 +811,7 @@ class DaskEngine(LocalEngine):
         return results, moved
 
     def _sharded_group_by(
-        self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool
+        self, name: str, sharded: Sharded, config: Any, job: _Job, want_pairs: bool, progress: Progress
     ) -> dict[str, Any]:
         """The candidate stage on the shards: each worker computes its shards' (table, key,
         document) entries and splits them into buckets where it is; each bucket keeps its groups
@@ -795,7 +823,7 @@ class DaskEngine(LocalEngine):
         t0 = time.perf_counter()
         n = sum(m for _, m, _ in job.shards)
         buckets = self.partitions or 4 * self._cluster_threads()
-        groups, where = self._shard_holders(job) if job.shards else ([], [])
+        groups, where = self._shard_holders(job.shards) if job.shards else ([], [])
         held = [[job.shards[k][2] for k in group] for group in groups]
         empty = [client.submit(shards_empty, sharded.empty, config, *fs, retries=retries) for fs in held]
         entries = [
@@ -818,6 +846,11 @@ class DaskEngine(LocalEngine):
         fn = sharded.verify if check is verify_with_rows else sharded.connect  # connect: clusters only
         results, moved = self._verify_buckets(check, fn, config, grouped, held, where) if job.shards else ([], [])
         del grouped  # rows are released as their worker's buckets are verified
+        rechecked: list = []
+        if sharded.recheck is not None and job.shards:
+            progress.stage(sharded.recheck.scan.name)
+            results, rechecked = self._recheck(sharded.recheck, config, job, results, progress)
+            progress.stage(name)
         out = self._components(n, results, want_pairs) if job.shards else _no_components(want_pairs)
         found = client.gather(empty)
         per_shard = [None] * len(job.shards)
@@ -832,18 +865,55 @@ class DaskEngine(LocalEngine):
         del results
         self.shuffle_bytes[name] = shuffled
         self.row_bytes["verify"] = int(sum(moved))
+        if rechecked:
+            self.row_bytes["recheck"] = int(sum(client.gather(rechecked)))
         state["counters"] = {
             "dask_shuffle_bytes": float(shuffled),
             "dask_buckets": float(buckets),
             "dask_groups_verified": float(groups_verified),
             "dask_bucket_pairs": float(pair_count),
-            "dask_rows_moved_bytes": float(sum(moved)),
+            "dask_rows_moved_bytes": float(sum(moved) + self.row_bytes.get("recheck", 0)),
         }
         self.group_by_seconds[name] = time.perf_counter() - t0
         return state
 
+    def _recheck(
+        self, recheck: Recheck, config: Any, job: _Job, results: list, progress: Progress
+    ) -> tuple[list, list]:
+        """The candidate pairs of every bucket (``results``, futures) verified again on the rows
+        of ``recheck``'s scan: the documents in a candidate pair are gathered on one worker
+        (their numbers only), each partition is read again on a worker for those of its
+        documents (``job.reread``: rows that stay there), and each bucket takes the rows of its
+        pairs' documents as the first verification did. Returns the buckets' new results and
+        the takes' byte counts."""
+        client, retries = self.client, self.retries
+        buckets = [client.submit(candidate_bucket, r, retries=retries) for r in results]
+        wanted = client.submit(union_docs, *buckets, retries=retries)
+        if _reads_on_workers(job.source):
+            parts: Iterable[Any] = job.parts
+        else:
+            parts = job.source()
+        sketch = job.groups.sketch if job.groups is not None else None
+        doc_start = 0
+        job.reread = []
+        for k, part in enumerate(parts):
+            expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
+            chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
+            start, n, _ = job.shards[k]
+            mine = client.submit(docs_between, wanted, start, start + n, retries=retries)
+            self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
+            args = (recheck.scan, config, part, expected, chosen, start, n, mine)
+            job.reread.append((start, n, client.submit(_reread_shard, *args, pure=False, retries=retries)))
+            doc_start += expected
+        for k, (_, _, future) in enumerate(job.reread):  # where the rows are decides where each bucket runs
+            _wait_for(future)
+            progress.advance(job.part_docs[k])
+        groups, where = self._shard_holders(job.reread)
+        held = [[job.reread[k][2] for k in group] for group in groups]
+        return self._verify_buckets(recheck_with_rows, recheck.verify, config, buckets, held, where)
+
     def _sharded_similarity(
-        self, sharded: Sharded, config: Any, job: _Job, docs: np.ndarray, others: np.ndarray
+        self, sharded: Sharded, config: Any, shards: list[tuple[int, int, Any]], docs: np.ndarray, others: np.ndarray
     ) -> np.ndarray:
         """Each document's similarity to its kept one, on the shards' rows: the pairs of distinct
         documents go to buckets by the kept document, each bucket gets the rows of its documents
@@ -855,9 +925,9 @@ class DaskEngine(LocalEngine):
         if not len(q):
             return out
         d, k = docs[q], others[q]
-        starts = np.array([start for start, _, _ in job.shards], dtype=np.int64)
-        ends = starts + np.array([m for _, m, _ in job.shards], dtype=np.int64)
-        groups = self._shard_holders(job)[0]
+        starts = np.array([start for start, _, _ in shards], dtype=np.int64)
+        ends = starts + np.array([m for _, m, _ in shards], dtype=np.int64)
+        groups = self._shard_holders(shards)[0]
         buckets = self.partitions or 4 * self._cluster_threads()
         bucket = k % buckets
         pending = []
@@ -869,7 +939,7 @@ class DaskEngine(LocalEngine):
             wanted = sorted_unique(np.concatenate([d[sel], k[sel]]))
             lo, hi = np.searchsorted(wanted, starts), np.searchsorted(wanted, ends)
             taken = [
-                client.submit(take_group_rows, wanted, *[job.shards[r][2] for r in group], retries=retries)
+                client.submit(take_group_rows, wanted, *[shards[r][2] for r in group], retries=retries)
                 for group in groups
                 if any(hi[r] > lo[r] for r in group)
             ]

@@ -336,6 +336,38 @@ def connect_with_rows(connect, config: Any, bucket: dict[str, np.ndarray], *take
     return docs[np.asarray(a, dtype=np.int64)], docs[np.asarray(b, dtype=np.int64)], None, groups
 
 
+def candidate_bucket(result: tuple) -> dict[str, Any]:
+    """A bucket's candidate pairs (:func:`verify_with_rows`'s result) as the next verification
+    takes them (:func:`recheck_with_rows`): ``a``, ``b``, the sorted ``docs`` they name, and the
+    number of ``groups`` they came from."""
+    a, b, _, groups = result
+    return {"a": a, "b": b, "docs": sorted_unique(np.concatenate([a, b])), "groups": groups}
+
+
+def docs_between(docs: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The sorted ``docs`` in ``[start, stop)``, numbered from ``start``.
+
+    >>> docs_between(np.array([1, 5, 9, 12]), 5, 12).tolist()
+    [0, 4]
+    """
+    lo, hi = np.searchsorted(docs, [start, stop])
+    return np.asarray(docs[lo:hi], dtype=np.int64) - start
+
+
+def recheck_with_rows(verify, config: Any, bucket: dict[str, Any], *taken):
+    """The candidate pairs of a bucket (:func:`candidate_bucket`) that ``verify`` (a
+    :class:`~neardup.core.plan.Recheck`'s) accepts on the rows the shards sent: ``(a, b,
+    similarity, groups)`` as :func:`verify_with_rows` gives them."""
+    a, b = bucket["a"], bucket["b"]
+    if not len(a):
+        return a, b, np.empty(0, dtype=np.float64), bucket["groups"]
+    docs, rows, order = _joined_rows(taken)
+    ka, kb, s = verify(config, _positions(docs, order, a), _positions(docs, order, b), rows)
+    a, b = docs[np.asarray(ka, dtype=np.int64)], docs[np.asarray(kb, dtype=np.int64)]
+    a, b, s = unique_pairs(np.minimum(a, b), np.maximum(a, b), np.asarray(s, dtype=np.float64))
+    return a, b, s, bucket["groups"]
+
+
 def similarity_with_rows(similarity, config: Any, docs_q: np.ndarray, others_q: np.ndarray, *taken) -> np.ndarray:
     """The method's similarity of ``docs_q[q]`` to ``others_q[q]`` on the rows the shards sent."""
     docs, rows, order = _joined_rows(taken)

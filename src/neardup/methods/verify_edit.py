@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from .._kernels.edit_bounds import bigram_rows, dense_codes_kernel, sort_rows, within_bounds
-from ..core.arrays import CsrParts
+from ..core.arrays import CsrParts, CsrRows
 from ..core.components import components
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
-from ..core.plan import StageContext
+from ..core.plan import Recheck, Scan, StageContext
 from ..text.edit import edit_similarities, edit_tokens, token_sequences
 
 __all__ = [
@@ -47,9 +47,12 @@ __all__ = [
     "EditVerifier",
     "TokenRows",
     "dense_codes",
+    "edit_recheck",
     "edit_similarity_of",
     "edit_token_rows",
     "edit_verifier",
+    "shard_edit_similarity",
+    "shard_edit_verify",
     "verify_candidates",
     "verify_edit_pairs",
 ]
@@ -244,8 +247,45 @@ def verify_candidates(
 def edit_similarity_of(config: Any, state: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:
     """A plan's similarity under ``verify="edit"``: the edit similarity of ``docs[q]`` to
     ``others[q]`` (1.0 for a document itself; 0.0 for a document that was in no candidate pair)."""
+    return _similarities_to(state["verifier"], docs, others)
+
+
+def _similarities_to(verifier: EditVerifier, docs: np.ndarray, others: np.ndarray) -> np.ndarray:
     docs = np.asarray(docs, dtype=np.int64)
     others = np.asarray(others, dtype=np.int64)
-    out = state["verifier"].similarities(docs, others, cutoff=False)
+    out = verifier.similarities(docs, others, cutoff=False)
     out[docs == others] = 1.0
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the same verification on shards (core.plan.Recheck): token rows gathered from the partitions
+# that read them, as CsrRows of raw token ids (renumbered by dense_codes here, where the pairs
+# that compare them meet: codes made per partition would not agree)
+
+
+def edit_recheck() -> Recheck:
+    """The sharded form's :class:`~neardup.core.plan.Recheck` of ``verify="edit"``: the token rows
+    of the candidate documents, the candidate pairs verified on them."""
+    return Recheck(Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)), shard_edit_verify)
+
+
+def _shard_verifier(config: Any, rows: dict[str, Any], cutoff: bool) -> EditVerifier:
+    tokens: CsrRows = rows["reread"]
+    ids = dense_codes(tokens.values)
+    bounds = EditBounds.of(ids, tokens.offsets) if cutoff else None
+    return EditVerifier(config.edit_threshold, ids, tokens.offsets, np.arange(len(tokens), dtype=np.int64), bounds)
+
+
+def shard_edit_verify(config: Any, a: np.ndarray, b: np.ndarray, rows: dict[str, Any]):
+    """The candidate pairs ``(a[i], b[i])`` (positions in ``rows``) whose edit similarity reaches
+    the threshold (as :func:`verify_edit_pairs`), with it."""
+    verifier = _shard_verifier(config, rows, cutoff=True)
+    sim = verifier.similarities(a, b)
+    keep = sim >= verifier.threshold
+    return a[keep], b[keep], sim[keep]
+
+
+def shard_edit_similarity(config: Any, rows: dict[str, Any], docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """:func:`edit_similarity_of` on token rows (positions in ``rows``)."""
+    return _similarities_to(_shard_verifier(config, rows, cutoff=False), docs, others)

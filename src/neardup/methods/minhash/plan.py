@@ -29,7 +29,7 @@ from ..._kernels.minhash import LONG_DOC, WINDOW, shingle_set_long_doc
 from ..._kernels.shingles import lower_ascii_inplace, unique_rows
 from ...core.arrays import CsrParts, concat_consuming
 from ...core.documents import DocBatch
-from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
+from ...core.plan import GroupBy, Plan, Prepass, Recheck, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_packed, encode_segments, kind_code, shingle_encoded
 from ...text.utf8 import PackedTexts, TextRuns
 from ..exact.keys import keys_from_encoded
@@ -50,12 +50,13 @@ def minhash_plan(config: MinHashConfig) -> Plan:
         Step("band", band, ("values", "counts")),
     ]
     if config.verify == "edit":
-        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier
+        from ..verify_edit import edit_recheck, edit_similarity_of, edit_verifier, shard_edit_similarity
         from .edit import cluster_edit, verify_group_edit
 
+        recheck = edit_recheck()
         stages += [
             Step("find candidate texts", candidate_texts, ("keys", "candidates")),
-            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            recheck.scan,
             Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
             GroupBy(
                 "verify + cluster",
@@ -66,20 +67,23 @@ def minhash_plan(config: MinHashConfig) -> Plan:
             ),
         ]
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
-        return Plan(config, tuple(stages), edit_similarity_of, prepass)
+        columns = ("values", "counts")
+        sharded = Sharded(columns, shard_keys, shard_candidates, shard_edit_similarity, shard_empty, recheck=recheck)
+        return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
     if config.verify == "exact":
+        recheck = Recheck(Scan("re-read candidate texts", shingle_sets, ShingleSets, ("wanted",)), shard_exact_verify)
         stages += [
             Step("find candidate texts", candidate_texts, ("keys", "candidates")),
-            Scan("re-read candidate texts", shingle_sets, ShingleSets, ("wanted",)),
+            recheck.scan,
             Step("verifier", exact_verifier, ("values", "set_docs", "set_values", "set_offsets")),
         ]
+        columns = ("values", "counts")
+        sharded = Sharded(columns, shard_keys, shard_candidates, shard_exact_similarity, shard_empty, recheck=recheck)
     else:
         stages.append(Step("verifier", signature_verifier, ("values",)))
+        sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)
     stages.append(GroupBy("verify + cluster", band_groups, verify_group, cluster, ("keys", "candidates", "verifier")))
     prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
-    sharded = None
-    if config.verify == "signature":
-        sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)
     return Plan(config, tuple(stages), similarity, prepass, sharded, utf8_texts=True)
 
 
@@ -306,6 +310,38 @@ def shard_connect(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray
 def shard_similarity(config: MinHashConfig, rows: dict[str, np.ndarray], docs: np.ndarray, others: np.ndarray):
     """The signature similarity of ``docs[q]`` to ``others[q]`` (as ``similarity``)."""
     return similarity_to(docs, others, Verifier.signature(rows["values"], config.threshold))
+
+
+def shard_candidates(config: MinHashConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, np.ndarray]):
+    """``verify="exact"`` and ``"edit"``: the candidate pairs of every group, to be verified on
+    their re-read texts (:class:`~neardup.core.plan.Recheck`): every pair (exact, as
+    ``verify_group`` takes them), or those whose signature estimate reaches the edit plan's
+    prefilter (as :func:`~neardup.methods.minhash.edit.verify_group_edit`)."""
+    from .edit import PREFILTER
+
+    floor = PREFILTER * config.lsh_threshold if config.verify == "edit" else 0.0
+    verifier = Verifier.signature(rows["values"], floor)
+    members, bounds = np.ascontiguousarray(members, np.int64), np.ascontiguousarray(bounds, np.int64)
+    return verify_groups(members, bounds, *verifier.args())
+
+
+def _exact_on(config: MinHashConfig, rows: dict[str, Any]) -> Verifier:
+    """The exact verifier of the shingle sets in ``rows`` (``"reread"``, CSR rows)."""
+    sets = rows["reread"]
+    no_sigs = np.zeros((1, 1), dtype=np.uint32)  # the exact mode reads only the sets
+    return Verifier.exact(no_sigs, config.threshold, sets.values, sets.offsets, np.arange(len(sets), dtype=np.int64))
+
+
+def shard_exact_verify(config: MinHashConfig, a: np.ndarray, b: np.ndarray, rows: dict[str, Any]):
+    """The candidate pairs whose shingle sets' exact Jaccard reaches the threshold, with it."""
+    s = similarity_to(a, b, _exact_on(config, rows))
+    keep = s >= config.threshold
+    return a[keep], b[keep], s[keep]
+
+
+def shard_exact_similarity(config: MinHashConfig, rows: dict[str, Any], docs: np.ndarray, others: np.ndarray):
+    """The exact Jaccard of ``docs[q]``'s and ``others[q]``'s shingle sets (as ``similarity``)."""
+    return similarity_to(docs, others, _exact_on(config, rows))
 
 
 def shard_empty(config: MinHashConfig, rows: dict[str, np.ndarray]) -> np.ndarray:

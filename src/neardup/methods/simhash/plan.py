@@ -62,15 +62,24 @@ def simhash_plan(config: SimHashConfig) -> Plan:
     if config.exact_prepass and config.weighting != "idf":
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold)
     if config.verify == "edit":
-        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier, verify_candidates
+        from ..verify_edit import (
+            edit_recheck,
+            edit_similarity_of,
+            edit_verifier,
+            shard_edit_similarity,
+            verify_candidates,
+        )
 
+        recheck = edit_recheck()
         stages += [
             Step("Hamming search (candidates)", candidate_pairs, ("values", "counts")),
-            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            recheck.scan,
             Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
             Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
         ]
-        return Plan(config, tuple(stages), edit_similarity_of, prepass)
+        columns = ("values", "counts")
+        sharded = Sharded(columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck)
+        return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
     stages.append(GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")))
     sharded = Sharded(("values", "counts"), shard_keys, shard_verify, similarity, shard_empty, shard_connect)
     return Plan(config, tuple(stages), similarity, prepass, sharded)

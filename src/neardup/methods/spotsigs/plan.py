@@ -57,15 +57,24 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
     if config.exact_prepass and config.idf_band is None:
         prepass = Prepass(config.scheme.nfkc, config.scheme.casefold)
     if config.verify == "edit":
-        from ..verify_edit import TokenRows, edit_similarity_of, edit_token_rows, edit_verifier, verify_candidates
+        from ..verify_edit import (
+            edit_recheck,
+            edit_similarity_of,
+            edit_verifier,
+            shard_edit_similarity,
+            verify_candidates,
+        )
 
+        recheck = edit_recheck()
         stages += [
             Step("all pairs (candidates)", candidate_pairs, ("signatures",)),
-            Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)),
+            recheck.scan,
             Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
             Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
         ]
-        return Plan(config, tuple(stages), edit_similarity_of, prepass)
+        columns = ("signatures", "signature_lengths")
+        sharded = Sharded(columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck)
+        return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
     stages.append(Step("all pairs", pairs_and_clusters, ("signatures",)))
     sharded = Sharded(("signatures", "signature_lengths"), shard_keys, shard_verify, similarity, shard_empty)
     return Plan(config, tuple(stages), similarity, prepass, sharded)
@@ -172,8 +181,9 @@ def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: Sp
 
 
 def _partitions(config: SpotSigsConfig, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The length partition of each document (0 for one without signatures), and the bounds."""
-    bounds = partition_bounds(config.threshold, int(lengths.max()) if len(lengths) else 0)
+    """The length partition of each document (0 for one without signatures), and the bounds (of
+    the pair threshold: the search's)."""
+    bounds = partition_bounds(config.pair_threshold, int(lengths.max()) if len(lengths) else 0)
     return np.maximum(np.searchsorted(bounds, lengths, side="right") - 1, 0), bounds
 
 
@@ -188,9 +198,10 @@ def shard_keys(config: SpotSigsConfig, rows: dict[str, Any], documents: int):
 
 
 def shard_verify(config: SpotSigsConfig, members: np.ndarray, bounds: np.ndarray, rows: dict[str, Any]):
-    """The pairs at or above the threshold of each group ``members[bounds[g]:bounds[g + 1]]`` (the
-    documents of one or two neighbouring partitions): all of them when it holds one partition,
-    else those whose shorter document is in the lower one."""
+    """The pairs at or above the pair threshold (``threshold``; with ``verify="edit"`` the
+    candidate threshold) of each group ``members[bounds[g]:bounds[g + 1]]`` (the documents of one
+    or two neighbouring partitions): all of them when it holds one partition, else those whose
+    shorter document is in the lower one."""
     sigs, lengths = rows["signatures"], rows["signature_lengths"]
     found_a, found_b, found_s = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0, np.float64)]
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -198,7 +209,7 @@ def shard_verify(config: SpotSigsConfig, members: np.ndarray, bounds: np.ndarray
         part, limits = _partitions(config, lengths[pos])
         lower = int(part.min())
         probe_below = int(limits[lower + 1]) if (part > lower).any() else None
-        res = all_pairs(sigs.take(pos), config.threshold, probe_below=probe_below)
+        res = all_pairs(sigs.take(pos), config.pair_threshold, probe_below=probe_below)
         a, b = pos[res.a], pos[res.b]
         found_a.append(np.minimum(a, b))
         found_b.append(np.maximum(a, b))

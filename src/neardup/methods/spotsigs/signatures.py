@@ -91,6 +91,7 @@ import numpy as np
 
 from ..._kernels.charclass import CHAR_CLASS
 from ..._kernels.spotsigs import KEY_ANTECEDENT, KEY_CHAIN, extract_kernel, row_sums
+from ...core.arrays import csr_take
 from ...core.errors import IncompatibleSketchError
 from ...core.validation import Instance, Optional, Range, Real, check
 from ...text.normalize import normalize, tokenize
@@ -182,11 +183,7 @@ class SpotSignatures:
         >>> t.doc(0), t.doc(1)
         ({9: 1}, {7: 3, 8: 1})
         """
-        docs = np.asarray(docs, dtype=np.int64)
-        starts, sizes = self.offsets[docs], np.diff(self.offsets)[docs]
-        offsets = np.zeros(len(docs) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        entries = np.repeat(starts - offsets[:-1], sizes) + np.arange(offsets[-1], dtype=np.int64)
+        entries, offsets = csr_take(self.offsets, docs)
         return SpotSignatures(self.values[entries], self.counts[entries], offsets, self.scheme)
 
     @property
