@@ -37,10 +37,11 @@ def _inputs(kind: str, folder: Path) -> tuple[list[str], str]:
     """The input paths of a case, and its on_error."""
     data = make_corpus(n=300, seed=17)
     folder.mkdir()
-    if kind in ("ranges", "skipped"):
-        broken = {120: '{"text": oops', 250: '{"body": "no text"}'} if kind == "skipped" else {}
-        (folder / "in.jsonl").write_text(_lines(data, range(300), False, broken))
-        return [str(folder / "in.jsonl")], "skip" if kind == "skipped" else "fail"
+    if kind in ("ranges", "skipped", "skipped-ids"):
+        # with ids, the ranges before the bad line are read without line numbers (first_line None)
+        broken = {} if kind == "ranges" else {220: '{"id": "x", "text": oops', 250: '{"body": "no text"}'}
+        (folder / "in.jsonl").write_text(_lines(data, range(300), kind == "skipped-ids", broken))
+        return [str(folder / "in.jsonl")], "fail" if kind == "ranges" else "skip"
     if kind == "files":  # two JSONL files (cut into ranges), a gzip file and a CSV file (whole)
         (folder / "a.jsonl").write_text(_lines(data, range(120), True, {}))
         with gzip.open(folder / "b.jsonl.gz", "wt") as f:
@@ -119,6 +120,7 @@ CASES = [
     ("ranges", False, "longest"),
     ("skipped", False, "first"),
     ("skipped", True, "longest"),
+    ("skipped-ids", True, "first"),
     ("files", False, "first"),
     ("files", True, "first"),
     ("parquet", False, "first"),
@@ -138,7 +140,7 @@ def test_the_workers_parts_concatenated_are_the_local_engines_output(
     paths, on_error = _inputs(kind, tmp_path / "in")
     local = _write(paths, tmp_path / "local.jsonl", annotate=annotate, keep=keep, on_error=on_error)
     expected = (tmp_path / "local.jsonl").read_bytes()
-    assert local.n_removed > 0 and (local.read_stats.skipped > 0) == (kind == "skipped")
+    assert local.n_removed > 0 and (local.read_stats.skipped > 0) == kind.startswith("skipped")
 
     engine = DaskEngine(dask_client, partitions=6)
     pids = _arm(monkeypatch)
@@ -146,8 +148,10 @@ def test_the_workers_parts_concatenated_are_the_local_engines_output(
     parts = _parts(tmp_path / "out")
     assert [p.name for p in parts] == [f"part-{k:05d}.jsonl" for k in range(engine.input_partitions)]
     assert b"".join(p.read_bytes() for p in parts) == expected
-    if kind in ("ranges", "skipped"):
+    if kind in ("ranges", "skipped", "skipped-ids"):
         assert engine.input_partitions == 6, "one file in byte ranges"
+    if kind == "skipped-ids":
+        assert any(part.first_line is None for part, _ in engine.last_partitions), "ranges read without lines"
     if kind == "parquet":
         assert engine.input_partitions == 2, "a Parquet file is one partition"
     if kind == "txt":
