@@ -68,7 +68,9 @@ def _check_output_path(ctx, param, value):
     callback=_check_output_path,
     help="Where to write the kept records, with all their fields; the format follows the "
     "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output; a folder "
-    "ending in '/' gets one JSON Lines part per input file (OUT/part-00000.jsonl, ...), in reading order.",
+    "ending in '/' gets one JSON Lines part per input file (OUT/part-00000.jsonl, ...), in reading order; with "
+    "--engine dask, one part per input partition (byte ranges of large JSONL files), written by the workers "
+    "(the folder must be on a filesystem they share); in order, the parts are the one-file output.",
 )
 @option(
     "--input-format",
@@ -373,7 +375,7 @@ def dedup_cmd(
                 )
 
             outcome.check()  # an interrupt swallowed while a kernel compiled: before any output is replaced
-            write_all(result, keep_mask, outs, read, against, stats_body, outcome)
+            write_all(result, keep_mask, outs, read, against, stats_body, outcome, job_engine)
             if update:
                 t0 = time.perf_counter()
                 against.add_kept_to(index)

@@ -19,6 +19,7 @@ import orjson
 
 from .. import __version__
 from ..api import DedupResult
+from ..engine.dask_write import file_partitions, part_name, write_partitions
 from ..incremental import AgainstResult
 from ..io import write_kept, write_table
 from ..io.transaction import OutputSet
@@ -98,29 +99,36 @@ def write_all(
     against: AgainstResult | None,
     stats_body,
     outcome=None,
+    engine=None,
 ) -> None:
     """Write every output to its temporary, then commit them together (see the module docs).
 
     ``stats_body()`` gives the ``--stats`` document; it is called after the other outputs are
     written, so it holds their write time. ``outcome.replaced`` is set once the outputs are
     replaced (also when an interrupt came during the renames, which are then finished).
+    ``engine``: the engine that ran the job; with a Dask engine whose workers read the input
+    files, an output folder's parts are written by the workers, one per input partition
+    (:mod:`neardup.engine.dask_write`).
     """
     outputs = OutputSet()
     try:
-        _write_all(result, keep_mask, outs, read, against, stats_body, outputs)
+        _write_all(result, keep_mask, outs, read, against, stats_body, outputs, engine)
     finally:
         if outcome is not None and outputs.committed:
             outcome.replaced = True
 
 
-def _write_all(result, keep_mask, outs: Outputs, read: ReadOptions, against, stats_body, outputs: OutputSet) -> None:
+def _write_all(
+    result, keep_mask, outs: Outputs, read: ReadOptions, against, stats_body, outputs: OutputSet, engine=None
+) -> None:
     stdout_copy = None
+    parts = 0
     with outputs, tempfile.TemporaryDirectory(prefix="neardup-out-") as scratch:
         t0 = time.perf_counter()
         annotate = annotation(result, keep_mask, against, outs.annotate_prefix) if outs.annotate else None
         kept_mask = np.ones(len(keep_mask), dtype=bool) if outs.annotate else keep_mask
         if outs.output.endswith(("/", os.sep)):
-            _write_parts(result, kept_mask, outs.output, read, annotate, outputs)
+            parts = _write_parts(result, kept_mask, outs.output, read, annotate, outputs, engine)
         else:
             target, staged = outs.output, outputs
             if outs.output == "-":  # standard output: written in full first, copied after the commit
@@ -149,7 +157,7 @@ def _write_all(result, keep_mask, outs: Outputs, read: ReadOptions, against, sta
                 shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
             sys.stdout.buffer.flush()
     if outs.output.endswith(("/", os.sep)):
-        _remove_old_parts(outs.output, len(result.read_stats.sources))
+        _remove_old_parts(outs.output, parts)
 
 
 def _kept(result, keep, path, read: ReadOptions, annotate, outputs) -> None:
@@ -170,9 +178,25 @@ def _kept(result, keep, path, read: ReadOptions, annotate, outputs) -> None:
     )
 
 
-def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, outputs) -> None:
+def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, outputs, engine=None) -> int:
     """One JSON Lines part per input source (every shard of a folder, every match of a glob), in
-    reading order: ``out_dir/part-00000.jsonl``, ... (a part may be empty)."""
+    reading order: ``out_dir/part-00000.jsonl``, ... (a part may be empty); with a Dask engine
+    that read the files on its workers, one part per input partition, written by the workers
+    (:mod:`neardup.engine.dask_write`). Returns the number of parts."""
+    partitions = file_partitions(engine, len(keep))
+    if partitions is not None:
+        finals = [os.path.join(out_dir, part_name(k)) for k in range(len(partitions))]
+        targets = [(final, str(outputs.stage(final))) for final in finals]
+        write_partitions(
+            engine,
+            partitions,
+            keep,
+            targets,
+            annotate=annotate,
+            all_valid=result.read_stats.skipped == 0,
+            snapshot=result.read_stats.snapshot,
+        )
+        return len(partitions)
     start = 0
     for i, (path, fmt, n) in enumerate(result.read_stats.sources):
         write_kept(
@@ -191,13 +215,18 @@ def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, output
             workers=read.workers,
         )
         start += n
+    return len(result.read_stats.sources)
 
 
 def _remove_old_parts(out_dir: str, n: int) -> None:
-    """Parts beyond this run's ``n`` left by an earlier run with more inputs (they are not part
-    of this run's set)."""
+    """Parts beyond this run's ``n`` left by an earlier run with more inputs or partitions (they
+    are not part of this run's set), and the temporaries of such parts that killed runs left
+    (``.part-00009.jsonl.PID.tmp``, their process gone)."""
     import contextlib
     import re
+    from pathlib import Path
+
+    from ..io.transaction import remove_stale_temporaries
 
     with contextlib.suppress(OSError):
         for name in os.listdir(out_dir):
@@ -205,6 +234,9 @@ def _remove_old_parts(out_dir: str, n: int) -> None:
             if found and int(found.group(1)) >= n:
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(out_dir, name))
+            stale = re.fullmatch(r"\.(part-(\d{5,})\.jsonl)\.\d+\.tmp", name)
+            if stale and int(stale.group(2)) >= n:
+                remove_stale_temporaries(Path(out_dir, stale.group(1)))
 
 
 def write_skipped(details: list, path: str, outputs: OutputSet | None = None) -> None:

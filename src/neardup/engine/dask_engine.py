@@ -381,6 +381,10 @@ class DaskEngine(LocalEngine):
         self.worker_state = bool(worker_state)
         self.input_partitions = 0
         """Input partitions of the last job."""
+        self.last_partitions: list[tuple[Any, int]] = []
+        """(partition, documents) of the last job's input, in order: a
+        :class:`~neardup.io.partitions.FilePart` the workers read, or None for a batch sent from
+        here (:func:`~neardup.engine.dask_write.write_partitions` writes the kept records of each)."""
         self.counted_lines = False
         """Whether the last job counted the lines of its byte ranges (a job that reads its input
         once counts them only when a record needs its line number)."""
@@ -410,6 +414,7 @@ class DaskEngine(LocalEngine):
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
         self.input_partitions = 0
+        self.last_partitions = []
         self.counted_lines = False
         self.row_bytes = {}
         progress = progress or NoProgress()
@@ -647,6 +652,7 @@ class DaskEngine(LocalEngine):
             job.groups = admission.groups()
         if stats is not None:
             job.source.add_read_stats(stats, job.parts, read_stats)
+        self.last_partitions = list(zip(job.parts, job.part_docs))
 
     def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress, columns: tuple | None = None) -> None:
         """A later scan: each partition read again on a worker (file parts), or sent again (any

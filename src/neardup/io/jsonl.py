@@ -106,35 +106,45 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
     stream = open_input(path, pol)
     if stream is None:
         return
-    lineno = 0
-    records = 0
     with stream:
-        try:
-            if not full and pol.id_policy == "field":
+        if not full and pol.id_policy == "field":
+            records = 0
+            try:
                 for chunk in _scan_jsonl_blocks(stream, path, pol):
                     records += len(chunk.ids)
                     yield chunk
-                return
-            for block in line_blocks(stream, path, pol, damage=True):
-                ids: list[str] = []
-                texts: list[str] = []
-                raws: list[bytes] = []
-                objs: list[dict] = []
-                for line in block:
-                    lineno += 1
-                    if not line or line.isspace():
-                        continue
-                    record = _parse_record(line, path, lineno, pol)
-                    if record is not None:
-                        ids.append(record[0])
-                        texts.append(record[1])
-                        raws.append(line)
-                        objs.append(record[2])
-                if ids:
-                    records += len(ids)
-                    yield Chunk(ids, texts, (raws, objs))
-        except StreamDamage as exc:  # the records before the damage are read
-            pol.reject(damaged(path, exc, records))
+            except StreamDamage as exc:  # the records before the damage are read
+                pol.reject(damaged(path, exc, records))
+            return
+        yield from full_jsonl_chunks(stream, path, pol)
+
+
+def full_jsonl_chunks(stream, path: str, pol: Policy, lineno: int = 0, bom: bool = True) -> Iterator[Chunk]:
+    """The records of an open JSONL stream, every line parsed: payload (raw line bytes, parsed
+    dicts). ``lineno``: the lines of the file before the stream's first (a byte range of a file
+    starts later); ``bom``: the stream starts the file (a byte order mark there is dropped)."""
+    records = 0
+    try:
+        for block in line_blocks(stream, path, pol, damage=True, bom=bom):
+            ids: list[str] = []
+            texts: list[str] = []
+            raws: list[bytes] = []
+            objs: list[dict] = []
+            for line in block:
+                lineno += 1
+                if not line or line.isspace():
+                    continue
+                record = _parse_record(line, path, lineno, pol)
+                if record is not None:
+                    ids.append(record[0])
+                    texts.append(record[1])
+                    raws.append(line)
+                    objs.append(record[2])
+            if ids:
+                records += len(ids)
+                yield Chunk(ids, texts, (raws, objs))
+    except StreamDamage as exc:  # the records before the damage are read
+        pol.reject(damaged(path, exc, records))
 
 
 def _scan_jsonl_blocks(
@@ -373,17 +383,23 @@ def copy_kept_jsonl(path: str, pol: Policy, keep: np.ndarray, start: int, sink: 
     stream = open_input(path, pol)
     if stream is None:
         return start
-    out = np.empty(0, dtype=np.uint8)
     with stream:
-        for block in raw_blocks(stream, path, pol):
-            if len(block) > _HUGE_BLOCK:  # a very long line: write views of the block, no copy
-                start = _copy_kept_views(block, keep, start, sink)
-                continue
-            if len(out) <= len(block):
-                out = np.empty(len(block) + 1, dtype=np.uint8)
-            n, start = copy_kept_lines(block, keep, start, out)
-            if n:
-                sink.write_bytes(memoryview(out)[:n])
+        return copy_kept_stream(stream, path, pol, keep, start, sink)
+
+
+def copy_kept_stream(stream, path: str, pol: Policy, keep: np.ndarray, start: int, sink, bom: bool = True) -> int:
+    """:func:`copy_kept_jsonl` of an open stream (``bom``: it starts the file), such as a byte
+    range of a file; return the next record number."""
+    out = np.empty(0, dtype=np.uint8)
+    for block in raw_blocks(stream, path, pol, bom=bom):
+        if len(block) > _HUGE_BLOCK:  # a very long line: write views of the block, no copy
+            start = _copy_kept_views(block, keep, start, sink)
+            continue
+        if len(out) <= len(block):
+            out = np.empty(len(block) + 1, dtype=np.uint8)
+        n, start = copy_kept_lines(block, keep, start, out)
+        if n:
+            sink.write_bytes(memoryview(out)[:n])
     return start
 
 

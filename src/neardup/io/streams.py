@@ -303,9 +303,9 @@ def reused_blocks(stream, name: str, pol: Policy, damage: bool = False, *, bom: 
         yield out
 
 
-def line_blocks(stream, name: str, pol: Policy, damage: bool = False) -> Iterator[list[bytes]]:
+def line_blocks(stream, name: str, pol: Policy, damage: bool = False, *, bom: bool = True) -> Iterator[list[bytes]]:
     """The lines of :func:`raw_blocks`, without their ``\\n``, a block at a time."""
-    for block in raw_blocks(stream, name, pol, damage):
+    for block in raw_blocks(stream, name, pol, damage, bom=bom):
         lines = block.split(b"\n")
         if not lines[-1]:
             lines.pop()

@@ -64,6 +64,24 @@ def remove_stale_temporaries(final: Path) -> None:
                 tmp.unlink()
 
 
+def _stale_temporaries(folder: Path) -> dict[str, list[Path]]:
+    """The ``.NAME.PID.tmp`` files in ``folder`` whose process is gone, by ``NAME``: one listing
+    of the folder for every output staged in it (:func:`remove_stale_temporaries` lists it per
+    output, which for thousands of parts is quadratic)."""
+    found: dict[str, list[Path]] = {}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return found
+    for entry in names:
+        if not (entry.startswith(".") and entry.endswith(".tmp")):
+            continue
+        name, _, pid = entry[1:-4].rpartition(".")
+        if name and pid.isdigit() and not _alive(int(pid)):
+            found.setdefault(name, []).append(folder / entry)
+    return found
+
+
 def recover(directory: str | os.PathLike) -> int:
     """Finish the commits that killed runs left half done in ``directory``; return how many.
 
@@ -119,6 +137,10 @@ class OutputSet:
 
     def __init__(self) -> None:
         self._staged: list[tuple[Path, Path]] = []
+        self._finals: set[Path] = set()
+        self._stale: dict[Path, dict[str, list[Path]]] = {}
+        """Per folder staged in: its stale temporaries by output name, listed (and the folder
+        recovered) when the first output there is staged."""
         self._committed = False
         self._renaming = False
 
@@ -139,13 +161,19 @@ class OutputSet:
         if self._committed:
             raise RuntimeError("this output set is committed already")
         final = Path(os.path.abspath(path))
-        if final in self.finals:
+        if final in self._finals:
             raise ValueError(f"{path} is staged twice in one output set")
-        final.parent.mkdir(parents=True, exist_ok=True)
-        recover(final.parent)
-        remove_stale_temporaries(final)
+        folder = final.parent
+        if folder not in self._stale:  # once per folder: a set may stage thousands of parts in one
+            folder.mkdir(parents=True, exist_ok=True)
+            recover(folder)
+            self._stale[folder] = _stale_temporaries(folder)
+        for stale in self._stale[folder].pop(final.name, ()):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         tmp = temporary_path(final)
         self._staged.append((tmp, final))
+        self._finals.add(final)
         return tmp
 
     def commit(self) -> None:

@@ -33,10 +33,11 @@ from ..core.parallel import Threads
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
 from .formats import compression, output_format
-from .jsonl import copy_kept_jsonl
+from .jsonl import copy_kept_jsonl, copy_kept_stream, full_jsonl_chunks
 from .jsonl_threads import copy_kept_threaded
 from .parquet import read_schema
-from .policy import Chunk, Policy, ReadStats, make_policy, unreadable_errors
+from .paths import open_binary
+from .policy import Chunk, Policy, ReadStats, make_policy, unreadable, unreadable_errors
 from .read import resolve_inputs, scan
 from .streams import BLOCK, WRITE_ROWS, open_input
 from .transaction import OutputSet
@@ -740,17 +741,8 @@ def write_kept(
                     written += int(np.count_nonzero(keep[start:end]))
                     start = end
                     continue
-                for chunk in scan(path, fmt, pol, True, WRITE_ROWS):
-                    n = len(chunk.ids)
-                    sel = _kept(keep, start, n)
-                    if sel and values:
-                        part = {name: col[start : start + n] for name, col in values.items()}
-                        kind, chunk = _annotated(path, fmt, chunk, sel, part)
-                        sink.write(kind, chunk, list(range(len(sel))))
-                    elif sel:
-                        sink.write(fmt, chunk, sel)
-                    start += n
-                    written += len(sel)
+                n, start = _copy_chunks(scan(path, fmt, pol, True, WRITE_ROWS), path, fmt, keep, start, values, sink)
+                written += n
         finally:
             sink.close()
         return written, start
@@ -765,6 +757,109 @@ def write_kept(
                 f"keep has {len(keep)} entries but the inputs hold {start} documents; were the "
                 "inputs, text_field, id_field or on_error changed since the first pass?"
             )
+    return written
+
+
+def _copy_chunks(chunks, path: str, fmt: str, keep: np.ndarray, start: int, values: dict, sink) -> tuple[int, int]:
+    """Write the kept records of ``chunks`` (documents numbered from ``start``) into ``sink``, with
+    the annotation ``values`` when there are any: (records written, the next document number)."""
+    written = 0
+    for chunk in chunks:
+        n = len(chunk.ids)
+        sel = _kept(keep, start, n)
+        if sel and values:
+            part = {name: col[start : start + n] for name, col in values.items()}
+            kind, chunk = _annotated(path, fmt, chunk, sel, part)
+            sink.write(kind, chunk, list(range(len(sel))))
+        elif sel:
+            sink.write(fmt, chunk, sel)
+        start += n
+        written += len(sel)
+    return written, start
+
+
+class _Given(OutputSet):
+    """An output set whose one output's temporary was named elsewhere (by the driver's
+    :class:`~neardup.io.transaction.OutputSet`, which commits it): the writer writes there."""
+
+    def __init__(self, tmp: str | os.PathLike) -> None:
+        super().__init__()
+        self._tmp = Path(tmp)
+
+    def stage(self, path: str | os.PathLike) -> Path:
+        return self._tmp
+
+
+def write_kept_part(
+    part,
+    keep,
+    out_path,
+    tmp,
+    *,
+    all_valid: bool = False,
+    annotate: dict[str, Any] | None = None,
+    snapshot: dict | None = None,
+) -> int:
+    """Write the kept records of one input partition as JSON Lines to ``tmp``; return how many.
+
+    ``part`` is a :class:`~neardup.io.partitions.FilePart` (a whole file, or a byte range of an
+    uncompressed JSONL file), read with its own options; ``keep`` (and each ``annotate`` column)
+    has one entry per document of the partition; ``out_path`` names the output (a ``.jsonl``
+    file), ``tmp`` is the file written (opened anew, so a second attempt replaces the first's
+    bytes; whoever named it commits it). The bytes are those :func:`write_kept` writes for these
+    records: the partitions' outputs, concatenated in order, are the kept output of the whole
+    input. ``snapshot``: the first pass's, to refuse a file that changed since."""
+    from .partitions import _Limited
+
+    o = part.options
+    if output_format(out_path) != "jsonl" or compression(str(out_path)) is not None:
+        raise ValueError(f"a partition's kept records are written as uncompressed JSON Lines, not {out_path}")
+    if part.end is None:
+        return write_kept(
+            [part.path],
+            keep,
+            out_path,
+            text_field=o.text_field,
+            id_field=o.id_field,
+            on_error=o.on_error,
+            all_valid=all_valid,
+            input_format=None if part.fmt == "txtdir" else part.fmt,
+            annotate=annotate,
+            outputs=_Given(tmp),
+            id_policy=o.id_policy,
+            snapshot=snapshot,
+        )
+    pol = make_policy(o.text_field, o.id_field, o.on_error, None, id_policy=o.id_policy, snapshot=snapshot)
+    keep = np.asarray(keep, dtype=bool)
+    values = {name: np.asarray(col) for name, col in (annotate or {}).items()}
+    bom = part.begin == 0
+    # lines before the range: ids FILE:LINE are not written, so an uncounted range (None) may say 0
+    base = 0 if part.first_line is None else part.first_line - 1
+    written = start = 0
+    sink = JsonlSink(Path(tmp), None, o.text_field)
+    try:
+        pol.opening(part.path)
+        try:
+            raw = open_binary(part.path)
+        except OSError as exc:  # as the first pass: an error, or (skip) a file without records
+            pol.reject(unreadable(part.path, exc))
+            raw = None
+        if raw is not None:
+            with _Limited(raw, part.end - part.begin) as stream:
+                raw.seek(part.begin)
+                if all_valid and not values:
+                    start = copy_kept_stream(stream, part.path, pol, keep, 0, sink, bom)
+                    written = int(np.count_nonzero(keep[:start]))
+                else:
+                    chunks = full_jsonl_chunks(stream, part.path, pol, base, bom)
+                    written, start = _copy_chunks(chunks, part.path, "jsonl", keep, 0, values, sink)
+    finally:
+        sink.close()
+    if start != len(keep):
+        raise InputChangedError(
+            f"{part.describe()}: {len(keep)} documents when first read and {start} when read again for writing; "
+            "did the input change?"
+        )
     return written
 
 
