@@ -1,5 +1,5 @@
 """Writing the kept records of a Dask job: the driver re-reading the input (``write_kept``)
-against the workers writing one part per input partition (``neardup.engine.dask_write``), and
+against the workers writing one part per input partition (``neardup.io.dask_write``), and
 for a one-file output those parts concatenated by the driver (a byte copy).
 
 One dedup job (MinHash defaults) on a LocalCluster of ``--workers`` processes, then each way of
@@ -59,8 +59,8 @@ def main() -> None:
     import neardup
     from neardup.cli.dedup_outputs import annotation
     from neardup.engine.dask_engine import DaskEngine, local_client
-    from neardup.engine.dask_write import file_partitions, part_name, write_partitions
     from neardup.io import write_kept
+    from neardup.io.dask_write import file_partitions, part_name, write_partitions
 
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)

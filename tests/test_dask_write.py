@@ -1,5 +1,5 @@
 """The kept records of a Dask job written by the workers, one part per input partition
-(:mod:`neardup.engine.dask_write`): the parts, concatenated, are the local engine's output."""
+(:mod:`neardup.io.dask_write`): the parts, concatenated, are the local engine's output."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def _on_workers(client, mode: str, part: str, marker: str) -> None:
     ``always`` raise; ``off`` restores it."""
 
     def install(mode=mode, part=part, marker=marker):
-        import neardup.engine.dask_write as m
+        import neardup.io.dask_write as m
 
         real = getattr(m, "_real_write", m.write_kept_part)
         m._real_write = real
@@ -286,7 +286,7 @@ def test_cli_output_folder_with_engine_dask_has_one_part_per_partition(tmp_path)
 def test_a_part_this_process_does_not_see_is_an_error(tmp_path, dask_client, monkeypatch):
     """Workers that write where this process does not see (no shared filesystem) fail the run
     with an error saying so; nothing is replaced."""
-    import neardup.engine.dask_write as dask_write
+    import neardup.io.dask_write as dask_write
     from neardup.core.errors import NeardupError
     from neardup.engine.dask_engine import DaskEngine
 

@@ -19,9 +19,9 @@ import orjson
 
 from .. import __version__
 from ..api import DedupResult
-from ..engine.dask_write import file_partitions, part_name, write_partitions
 from ..incremental import AgainstResult
 from ..io import write_kept, write_table
+from ..io.dask_write import file_partitions, part_name, write_partitions
 from ..io.transaction import OutputSet
 from ..io.write import write_bytes
 
@@ -108,7 +108,7 @@ def write_all(
     replaced (also when an interrupt came during the renames, which are then finished).
     ``engine``: the engine that ran the job; with a Dask engine whose workers read the input
     files, an output folder's parts are written by the workers, one per input partition
-    (:mod:`neardup.engine.dask_write`).
+    (:mod:`neardup.io.dask_write`).
     """
     outputs = OutputSet()
     try:
@@ -182,7 +182,7 @@ def _write_parts(result, keep, out_dir: str, read: ReadOptions, annotate, output
     """One JSON Lines part per input source (every shard of a folder, every match of a glob), in
     reading order: ``out_dir/part-00000.jsonl``, ... (a part may be empty); with a Dask engine
     that read the files on its workers, one part per input partition, written by the workers
-    (:mod:`neardup.engine.dask_write`). Returns the number of parts."""
+    (:mod:`neardup.io.dask_write`). Returns the number of parts."""
     partitions = file_partitions(engine, len(keep))
     if partitions is not None:
         finals = [os.path.join(out_dir, part_name(k)) for k in range(len(partitions))]

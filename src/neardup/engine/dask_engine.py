@@ -384,7 +384,7 @@ class DaskEngine(LocalEngine):
         self.last_partitions: list[tuple[Any, int]] = []
         """(partition, documents) of the last job's input, in order: a
         :class:`~neardup.io.partitions.FilePart` the workers read, or None for a batch sent from
-        here (:func:`~neardup.engine.dask_write.write_partitions` writes the kept records of each)."""
+        here (:func:`~neardup.io.dask_write.write_partitions` writes the kept records of each)."""
         self.counted_lines = False
         """Whether the last job counted the lines of its byte ranges (a job that reads its input
         once counts them only when a record needs its line number)."""

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import NeardupError
-from ..io.partitions import FilePart
-from ..io.write import write_kept_part
+from .partitions import FilePart
+from .write import write_kept_part
 
 __all__ = ["PartsWritten", "file_partitions", "part_name", "write_partitions"]
 
