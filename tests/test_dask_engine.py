@@ -540,8 +540,9 @@ def test_partitions_without_documents(tmp_path, dask_client):
 
 @pytest.mark.parametrize("want_pairs", [True, False])
 def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
-    """No documents, one, two empty ones: the sharded path gives the local engine's (empty)
-    answer, pairs included when asked for."""
+    """No documents, one, two empty ones, two unrelated ones: the sharded path gives the local
+    engine's (empty) answer, pairs included when asked for (the re-reading plans with no
+    candidate to read again)."""
     from neardup.engine.dask_engine import DaskEngine
     from neardup.methods.exact.config import ExactConfig
     from neardup.methods.imatch.config import IMatchConfig
@@ -549,7 +550,8 @@ def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
     from neardup.methods.spotsigs.config import SpotSigsConfig
 
     configs = [ExactConfig(), IMatchConfig(), SimHashConfig(weighting="idf"), MinHashConfig(), SpotSigsConfig()]
-    for texts in ([], ["one"], ["", ""]):
+    configs += [MinHashConfig(verify="exact"), MinHashConfig(verify="edit"), SimHashConfig(verify="edit")]
+    for texts in ([], ["one"], ["", ""], ["two different texts here", "nothing alike at all, none"]):
         ids = [str(i) for i in range(len(texts))]
         for config in configs:
             local = LocalEngine(1).run(config.plan(), InMemorySource(texts, ids), want_pairs=want_pairs)

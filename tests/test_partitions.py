@@ -280,6 +280,34 @@ def test_reused_blocks_are_raw_blocks(monkeypatch, data, block):
     assert b"".join(found["raw_blocks"][0]) == data.removeprefix(b"\xef\xbb\xbf")
 
 
+def test_reused_blocks_survive_a_view_of_the_last_block_held_elsewhere(monkeypatch):
+    """A view of a block that something else holds for a while (as a frame kept alive holds the
+    parser's ``memoryview``) must neither fail the read (``BufferError`` when the reused buffer
+    is resized) nor see its bytes change (the next block of the same length, written in place);
+    the blocks are raw_blocks' blocks."""
+    import io
+    from itertools import pairwise
+
+    from neardup.io import streams
+    from neardup.io.policy import make_policy
+
+    monkeypatch.setattr(streams, "BLOCK", 64)
+    data = b"".join(b"line %d " % i + b"w" * (i * 7 % 53) + b"\n" for i in range(300))
+    data += b"".join(b"%015d\n" % i for i in range(100))  # 16-byte lines: blocks of one length
+    pol = make_policy("text", None, "fail", ReadStats())
+    expected = [bytes(b) for b in streams.raw_blocks(io.BytesIO(data), "x", pol)]
+    got, held = [], []
+    for block in streams.reused_blocks(io.BytesIO(data), "x", make_policy("text", None, "fail", ReadStats())):
+        for view, before in held:  # the views still held see the bytes they saw
+            assert bytes(view) == before
+        got.append(bytes(block))
+        held = [*held[-2:], (memoryview(block), got[-1])]  # the last three blocks' views
+    assert got == expected
+    lengths = [len(b) for b in got]
+    assert len(set(lengths)) > 1, "blocks of several lengths: the buffer is resized"
+    assert any(a == b for a, b in pairwise(lengths)), "and of equal ones: it is not"
+
+
 @pytest.mark.parametrize("batch_size", [3, 7, 1000])
 def test_a_part_read_with_utf8_texts_gives_packed_spans_of_the_same_texts(tmp_path, batch_size):
     """The Dask engine's workers read a MinHash plan's partitions with ``utf8_texts``: the texts
