@@ -76,6 +76,48 @@ def test_candidates_are_verified_again_on_rows_from_several_shards():
 
 
 @pytest.mark.parametrize("words", [1, 2])
+def test_each_candidate_pair_is_kept_in_one_bucket(words):
+    """candidates_with_rows over every bucket: each pair that the buckets' groups verify is kept
+    exactly once in all (in the bucket of the first table that groups it), none is lost."""
+    from neardup.engine.dask_groupby import candidates_with_rows, check_bucket, verify_with_rows
+
+    rng = np.random.default_rng(9)
+    tables, n, buckets = 6, 300, 5
+    keys = rng.integers(0, 4, size=(n, tables, words), dtype=np.uint64)  # many shared keys
+    shards = [
+        {"start": lo, "n": hi - lo, "rows": {"keys": keys[lo:hi], "member": np.ones((hi - lo, tables), bool)}}
+        for lo, hi in ((0, 120), (120, n))
+    ]
+
+    def keys_fn(config, rows, documents):
+        return rows["keys"], rows["member"]
+
+    def verify(config, members, bounds, rows):  # pairwise: every pair of a group whose first words add up odd
+        a, b = [], []
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            m = np.asarray(members[lo:hi])
+            i, j = np.triu_indices(len(m), 1)
+            odd = (rows["keys"][m[i], 0, 0] + rows["keys"][m[j], 0, 0]) % 2 == 1
+            a.append(np.minimum(m[i], m[j])[odd])
+            b.append(np.maximum(m[i], m[j])[odd])
+        a, b = np.concatenate(a), np.concatenate(b)
+        return a, b, np.ones(len(a))
+
+    entries = shards_entries(keys_fn, None, buckets, n, *shards)
+    grouped = [grouped_entries(part) for part in entries]
+    every, kept, found = set(), [], 0
+    for bucket in grouped:
+        a, b, _, _ = check_bucket(verify_with_rows, verify, None, bucket, 2, *shards)
+        every |= set(zip(a.tolist(), b.tolist()))
+        found += len(a)
+        a, b, _, _ = check_bucket(candidates_with_rows, (verify, keys_fn, n, buckets), None, bucket, 2, *shards)
+        kept += list(zip(a.tolist(), b.tolist()))
+    assert len(kept) == len(set(kept)), "a pair kept in two buckets"
+    assert set(kept) == every
+    assert found > len(every) > 100, "pairs found in several buckets"
+
+
+@pytest.mark.parametrize("words", [1, 2])
 def test_a_workers_shards_split_into_the_buckets_of_their_entries(words):
     """shards_entries over several shards (one allocation, no joining copies) gives each bucket
     the entries that bucket_entries gives the shards one by one: same (table, key, document)

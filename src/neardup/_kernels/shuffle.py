@@ -22,6 +22,20 @@ from .hashing import SPLITMIX_GAMMA, splitmix_mix
 _INSERTION = 32  # runs up to this long are sorted by insertion
 
 
+@nb.njit(inline="always")
+def _table_seed(j):
+    return splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
+
+
+@nb.njit(inline="always")
+def _bucket(hj, keys, i, j, w, nb_):
+    """The bucket of entry ``(j, keys[i, j])``, ``hj`` being ``_table_seed(j)``."""
+    h = hj
+    for q in range(w):
+        h = splitmix_mix(h ^ keys[i, j, q])
+    return np.int32(h % nb_)
+
+
 @nb.njit(cache=True, nogil=True)
 def entry_buckets(keys, member, buckets, counts):
     """Each entry's bucket: int32[t, n], ``-1`` where ``member[i, j]`` is False; adds each
@@ -30,18 +44,45 @@ def entry_buckets(keys, member, buckets, counts):
     nb_ = np.uint64(buckets)
     where = np.empty((t, n), dtype=np.int32)
     for j in range(t):
-        hj = splitmix_mix(np.uint64(j) * SPLITMIX_GAMMA + np.uint64(1))
+        hj = _table_seed(j)
         for i in range(n):
             if member[i, j]:
-                h = hj
-                for q in range(w):
-                    h = splitmix_mix(h ^ keys[i, j, q])
-                b = np.int32(h % nb_)
+                b = _bucket(hj, keys, i, j, w, nb_)
                 where[j, i] = b
                 counts[b] += 1
             else:
                 where[j, i] = -1
     return where
+
+
+@nb.njit(cache=True, nogil=True)
+def first_shared_buckets(keys, member, pa, pb, buckets):
+    """For each pair of rows ``(pa[i], pb[i])``: the bucket of the first table in which both take
+    part with equal keys (the group that holds the pair with the lowest table), ``-1`` when
+    they share none. ``keys``: uint64[n, t, w]; ``member``: bool[n, t]."""
+    n, t, w = keys.shape
+    nb_ = np.uint64(buckets)
+    out = np.full(pa.shape[0], -1, dtype=np.int32)
+    for i in range(pa.shape[0]):
+        x, y = pa[i], pb[i]
+        for j in range(t):
+            if not (member[x, j] and member[y, j]):
+                continue
+            same = True
+            for q in range(w):
+                if keys[x, j, q] != keys[y, j, q]:
+                    same = False
+                    break
+            if same:
+                out[i] = _bucket(_table_seed(j), keys, x, j, w, nb_)
+                break
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def key_bucket(j, key, buckets):
+    """The bucket of one entry of table ``j`` and key words ``key`` (uint64[w])."""
+    return _bucket(_table_seed(j), key.reshape(1, 1, key.shape[0]), 0, 0, key.shape[0], np.uint64(buckets))
 
 
 @nb.njit(cache=True, nogil=True)

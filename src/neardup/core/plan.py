@@ -167,7 +167,11 @@ class Sharded:
       of the same groups (for instance the edges of a spanning forest, which need fewer
       comparisons than every pair);
     - ``recheck`` (optional, :class:`Recheck`): ``verify``'s pairs are candidates, verified again
-      on the rows of a later scan (the shard's scan is then the last scan before it).
+      on the rows of a later scan (the shard's scan is then the last scan before it);
+    - ``pairwise``: whether ``verify`` finds a pair of two documents in every group that holds
+      both (its answer depends on the pair, not on the group): an engine may then keep each
+      pair only where its first table groups it (MinHash, SimHash; not SpotSigs, whose group of
+      two length partitions finds a pair only when its shorter document is in the lower one).
     """
 
     columns: tuple[str, ...]
@@ -177,6 +181,7 @@ class Sharded:
     empty: Callable[..., np.ndarray]
     connect: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
     recheck: Recheck | None = None
+    pairwise: bool = False
 
 
 @dataclass(frozen=True)

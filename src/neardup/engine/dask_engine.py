@@ -67,6 +67,7 @@ from .base import JobResult, Keep, NoProgress, Progress, finish_job
 from .dask_groupby import (
     bucket_entries,
     candidate_bucket,
+    candidates_with_rows,
     check_bucket,
     connect_with_rows,
     docs_between,
@@ -850,6 +851,8 @@ class DaskEngine(LocalEngine):
         del entries  # each worker's entries are released once every bucket has its piece
         check = verify_with_rows if want_pairs or sharded.connect is None else connect_with_rows
         fn = sharded.verify if check is verify_with_rows else sharded.connect  # connect: clusters only
+        if sharded.recheck is not None and sharded.pairwise:  # each candidate pair in one bucket
+            check, fn = candidates_with_rows, (sharded.verify, sharded.keys, n, buckets)
         results, moved = self._verify_buckets(check, fn, config, grouped, held, where) if job.shards else ([], [])
         del grouped  # rows are released as their worker's buckets are verified
         rechecked: list = []
