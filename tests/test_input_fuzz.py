@@ -16,8 +16,8 @@ binary); a truncated file is an error naming it, and random byte flips may give 
 (Parquet pages carry no checksum unless the writer adds one) but never an exception other than
 a clear :class:`~neardup.core.errors.NeardupError`. Arrow IPC files and streams are read without
 copying and pyarrow does not check their buffers, so a damaged byte of their data region could
-crash the process; each record batch is validated as it is read (``io.parquet._check_structure``),
-and byte flips there give data or a clear error too.
+crash the process; each record batch is validated as it is read (``io.parquet._check_structure``;
+Parquet batches too), and byte flips there give data or a clear error too.
 """
 
 from __future__ import annotations
@@ -340,7 +340,8 @@ def test_a_column_name_that_is_not_utf8_is_an_unreadable_file(tmp_path, kind):
     flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), max_size=4),
 )
 def test_damaged_parquet_is_a_clear_error_never_a_traceback(table, cut, flips):
-    t, _ = table
+    t, texts = table
+    t = t.append_column("cat", pa.array([("x", "yy", None)[i % 3] for i in range(len(texts))]).dictionary_encode())
     buf = io.BytesIO()
     pq.write_table(t, buf)
     good = buf.getvalue()
@@ -358,7 +359,9 @@ def test_damaged_parquet_is_a_clear_error_never_a_traceback(table, cut, flips):
         path.write_bytes(bytes(flipped))
         for on_error in ("fail", "skip"):
             with contextlib.suppress(NeardupError):  # a clear error, or any data
-                _read(path, on_error=on_error)
+                ids, _, _ = _read(path, on_error=on_error)
+                if ids:  # the write pass reads every column
+                    write_kept([str(path)], np.ones(len(ids), dtype=bool), Path(d) / "kept.jsonl", on_error=on_error)
 
 
 # --------------------------------------------------------------------------------------------
@@ -415,6 +418,31 @@ def test_damaged_arrow_offsets_are_an_unreadable_file(tmp_path, kind, where, byt
     with pytest.raises(InputError, match="Offset invariant failure") as e:
         write_kept([str(path)], np.ones(4, dtype=bool), tmp_path / "kept.jsonl")
     assert e.value.reason == "unreadable file"
+
+
+@pytest.mark.parametrize("output", ["kept.jsonl", "kept.parquet"])
+def test_a_damaged_parquet_dictionary_is_an_unreadable_file_on_the_write_pass(tmp_path, output):
+    """A dictionary page whose value count is changed from 2 to 0 (found by flipping single bytes):
+    pyarrow reads indices that point past an empty dictionary. The first pass reads only the text
+    and id, so it reads the file; the write pass reads every column and, before each Parquet batch
+    was validated, raised ArrowIndexError (JSON Lines output) or copied the damaged column into
+    the output (Parquet): now the clear error naming the file."""
+    table = pa.table({"id": ["a", "b", "c", "d"], "text": ["w x", "y z", "w", "q"], "cat": ["one", "two"] * 2})
+    table = table.set_column(2, "cat", table.column("cat").dictionary_encode())
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="none")
+    data = bytearray(buf.getvalue())
+    column = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(2)
+    # the dictionary page header's dictionary_page_header (a struct, "L") with num_values 2 ("\x15\x04")
+    at = data.index(b"L\x15\x04", column.dictionary_page_offset)
+    data[at + 2] = 0
+    path = tmp_path / "in.parquet"
+    path.write_bytes(bytes(data))
+    assert _read(path)[1] == ["w x", "y z", "w", "q"]
+    with pytest.raises(InputError, match="Dictionary indices invalid") as e:
+        write_kept([str(path)], np.ones(4, dtype=bool), tmp_path / output)
+    assert e.value.path == str(path) and e.value.reason == "unreadable file"
+    assert not (tmp_path / output).exists()
 
 
 _CRASH_CHECK = """

@@ -115,8 +115,7 @@ class _ArrowFile:
     def _batches(self):
         """The record batches, each checked by :func:`_check_structure` before it is handed out."""
         if self._layouts is None:
-            layouts = [(f.type, _without_utf8(f.type)) for f in self.schema_arrow]
-            self._layouts = [None if layout == own else layout for own, layout in layouts]
+            self._layouts = _layouts(self.schema_arrow)
         reader = self._reader
         if isinstance(reader, pa.ipc.RecordBatchFileReader):
             batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
@@ -147,6 +146,24 @@ class _ArrowFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _layouts(schema) -> list:
+    """For each field of ``schema``, its type from :func:`_without_utf8`, or None when that is its own."""
+    return [None if layout == f.type else layout for f in schema for layout in [_without_utf8(f.type)]]
+
+
+def _checked(batches):
+    """Parquet record batches, each checked by :func:`_check_structure`: the Parquet reader builds
+    them while decoding the pages, yet a damaged page can still give a dictionary column whose
+    indices point past its dictionary (found by flipping single bytes of a file: reading its
+    values raised ``ArrowIndexError`` in the write pass)."""
+    layouts = None
+    for batch in batches:
+        if layouts is None:
+            layouts = _layouts(batch.schema)
+        _check_structure(batch, layouts)
+        yield batch
 
 
 def _check_structure(batch, layouts: list) -> None:
@@ -264,6 +281,8 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
             return
         columns = None if full else list(dict.fromkeys([text_field, id_col] if id_col else [text_field]))
         batches = pf.iter_batches(batch_size=rows, columns=columns)
+        if fmt == "parquet":  # an Arrow IPC file checks its batches as it reads them
+            batches = _checked(batches)
         row0 = 0
         while True:
             try:
