@@ -14,7 +14,10 @@ by a quoted field that starts with a newline would make a valid (if unintended) 
 reader can tell apart. For Parquet, the valid rows are those whose text is a string (or UTF-8
 binary); a truncated file is an error naming it, and random byte flips may give any data
 (Parquet pages carry no checksum unless the writer adds one) but never an exception other than
-a clear :class:`~neardup.core.errors.NeardupError`.
+a clear :class:`~neardup.core.errors.NeardupError`. Arrow IPC files and streams are read without
+copying and pyarrow does not check their buffers, so a damaged byte of their data region could
+crash the process; each record batch is validated as it is read (``io.parquet._check_structure``;
+Parquet batches too), and byte flips there give data or a clear error too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import csv
 import gzip
 import io
 import os
+import struct
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -33,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from neardup.core.errors import InputError, NeardupError
@@ -334,7 +340,8 @@ def test_a_column_name_that_is_not_utf8_is_an_unreadable_file(tmp_path, kind):
     flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), max_size=4),
 )
 def test_damaged_parquet_is_a_clear_error_never_a_traceback(table, cut, flips):
-    t, _ = table
+    t, texts = table
+    t = t.append_column("cat", pa.array([("x", "yy", None)[i % 3] for i in range(len(texts))]).dictionary_encode())
     buf = io.BytesIO()
     pq.write_table(t, buf)
     good = buf.getvalue()
@@ -352,4 +359,157 @@ def test_damaged_parquet_is_a_clear_error_never_a_traceback(table, cut, flips):
         path.write_bytes(bytes(flipped))
         for on_error in ("fail", "skip"):
             with contextlib.suppress(NeardupError):  # a clear error, or any data
-                _read(path, on_error=on_error)
+                ids, _, _ = _read(path, on_error=on_error)
+                if ids:  # the write pass reads every column
+                    write_kept([str(path)], np.ones(len(ids), dtype=bool), Path(d) / "kept.jsonl", on_error=on_error)
+
+
+# --------------------------------------------------------------------------------------------
+# Arrow IPC: damaged data (record batches), never a SystemError or a crash
+
+
+def _ipc_bytes(table: pa.Table, kind: str, rows: int | None = None) -> bytes:
+    buf = io.BytesIO()
+    with (pa.ipc.new_file if kind == "file" else pa.ipc.new_stream)(buf, table.schema) as w:
+        for batch in table.to_batches(max_chunksize=rows):
+            w.write_batch(batch)
+    return buf.getvalue()
+
+
+def _ipc_data_region(data: bytes, schema: pa.Schema, kind: str) -> tuple[int, int]:
+    """[start, end) of the record batches (and dictionaries) of an IPC file or stream: after the
+    schema message (and the file's 8-byte magic), before the end-of-stream marker (and the file's
+    footer, its length and magic)."""
+    schema_len = len(_ipc_bytes(schema.empty_table(), "stream")) - 8  # the schema, then 8 bytes EOS
+    if kind == "stream":
+        return schema_len, len(data) - 8
+    footer = int.from_bytes(data[-10:-6], "little")
+    return 8 + schema_len, len(data) - 10 - footer
+
+
+def _damaged_text_offsets(kind: str, where: int, byte: int) -> bytes:
+    """An IPC file or stream of four records whose text column's offsets [0, 3, 6, 9, 12] have
+    byte ``where`` set to ``byte``."""
+    table = pa.table({"id": ["a", "b", "c", "d"], "text": ["abc", "def", "ghi", "jkl"]})
+    data = bytearray(_ipc_bytes(table, kind))
+    at = data.index(struct.pack("<5i", 0, 3, 6, 9, 12))
+    data[at + where] = byte
+    return bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["file", "stream"])
+@pytest.mark.parametrize(
+    ("where", "byte"),
+    [(11, 0x80), (8, 0xFF)],  # offset 2 negative (-2**31 + 6), offset 2 past the data (255 > 12)
+    ids=["negative offset", "offset past the end"],
+)
+def test_damaged_arrow_offsets_are_an_unreadable_file(tmp_path, kind, where, byte):
+    """Before each record batch was validated, these raised SystemError ("Negative size passed
+    to PyBytes_FromStringAndSize") on reading and on writing: now the clear error naming the
+    file, or one counted skip."""
+    path = tmp_path / "in.arrow"
+    path.write_bytes(_damaged_text_offsets(kind, where, byte))
+    with pytest.raises(InputError) as e:
+        _read(path)
+    assert e.value.path == str(path) and e.value.reason == "unreadable file"
+    assert "Offset invariant failure" in str(e.value)
+    _, _, stats = _read(path, on_error="skip")
+    assert stats.documents == 0 and stats.reasons == {"unreadable file": 1}
+    with pytest.raises(InputError, match="Offset invariant failure") as e:
+        write_kept([str(path)], np.ones(4, dtype=bool), tmp_path / "kept.jsonl")
+    assert e.value.reason == "unreadable file"
+
+
+@pytest.mark.parametrize("output", ["kept.jsonl", "kept.parquet"])
+def test_a_damaged_parquet_dictionary_is_an_unreadable_file_on_the_write_pass(tmp_path, output):
+    """A dictionary page whose value count is changed from 2 to 0 (found by flipping single bytes):
+    pyarrow reads indices that point past an empty dictionary. The first pass reads only the text
+    and id, so it reads the file; the write pass reads every column and, before each Parquet batch
+    was validated, raised ArrowIndexError (JSON Lines output) or copied the damaged column into
+    the output (Parquet): now the clear error naming the file."""
+    table = pa.table({"id": ["a", "b", "c", "d"], "text": ["w x", "y z", "w", "q"], "cat": ["one", "two"] * 2})
+    table = table.set_column(2, "cat", table.column("cat").dictionary_encode())
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="none")
+    data = bytearray(buf.getvalue())
+    column = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(2)
+    # the dictionary page header's dictionary_page_header (a struct, "L") with num_values 2 ("\x15\x04")
+    at = data.index(b"L\x15\x04", column.dictionary_page_offset)
+    data[at + 2] = 0
+    path = tmp_path / "in.parquet"
+    path.write_bytes(bytes(data))
+    assert _read(path)[1] == ["w x", "y z", "w", "q"]
+    with pytest.raises(InputError, match="Dictionary indices invalid") as e:
+        write_kept([str(path)], np.ones(4, dtype=bool), tmp_path / output)
+    assert e.value.path == str(path) and e.value.reason == "unreadable file"
+    assert not (tmp_path / output).exists()
+
+
+_CRASH_CHECK = """
+import sys
+from neardup.core.errors import InputError
+from neardup.io.read import read_documents
+for path in sys.argv[1:]:
+    try:
+        list(read_documents([path]))
+    except InputError as e:
+        print(e.reason)
+"""
+
+
+def test_an_arrow_offset_far_past_the_end_is_an_error_not_a_crash(tmp_path):
+    """Offset 2 of the text set to 8323078 (a 12-byte data buffer): before the validation, reading
+    the memory-mapped file died of SIGBUS, in both formats. In a child process, so that a
+    regression fails this test instead of killing the test run."""
+    paths = []
+    for kind in ("file", "stream"):
+        paths.append(tmp_path / f"{kind}.arrow")
+        paths[-1].write_bytes(_damaged_text_offsets(kind, 10, 0x7F))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-c", _CRASH_CHECK, *map(str, paths)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["unreadable", "file", "unreadable", "file"]
+
+
+@pytest.mark.parametrize("kind", ["file", "stream"])
+def test_one_arrow_cell_of_invalid_utf8_skips_only_its_row(tmp_path, kind):
+    """The validation of each batch leaves out the UTF-8 check (string columns are validated as
+    binary): one bad cell is one skipped row, as for Parquet, not an unreadable file."""
+    texts = pa.array([b"a", b"bad \xff", b"c"], pa.binary()).view(pa.string())  # unchecked
+    path = tmp_path / "in.arrow"
+    path.write_bytes(_ipc_bytes(pa.table({"text": texts, "tags": pa.array([["x"], None, ["z"]])}), kind))
+    ids, got, stats = _read(path, on_error="skip")
+    assert got == ["a", "c"] and stats.reasons == {"invalid UTF-8": 1}
+    with pytest.raises(InputError) as e:
+        _read(path)
+    assert e.value.line == 2 and "invalid UTF-8 in string column 'text'" in str(e.value)
+
+
+@FUZZ
+@given(
+    table=_table(),
+    kind=st.sampled_from(["file", "stream"]),
+    rows=st.integers(1, 8),
+    flips=st.lists(st.tuples(st.floats(0, 0.999), st.integers(0, 255)), min_size=1, max_size=4),
+)
+def test_damaged_arrow_data_is_a_clear_error_never_a_crash(table, kind, rows, flips):
+    """Random bytes of the record batches (message headers and bodies, dictionaries included) of
+    an Arrow file or stream changed: any data or a clear error, on reading and on writing."""
+    t, texts = table
+    n = len(texts)
+    t = t.append_column("tags", pa.array([[f"t{i}", None] if i % 2 else None for i in range(n)], pa.list_(pa.string())))
+    t = t.append_column("cat", pa.array([("x", "yy", None)[i % 3] for i in range(n)], pa.string()).dictionary_encode())
+    good = _ipc_bytes(t, kind, rows)
+    start, end = _ipc_data_region(good, t.schema, kind)
+    assume(end > start)  # no rows, no batches
+    damaged = bytearray(good)
+    for where, byte in flips:
+        damaged[start + int((end - start) * where)] = byte
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "in.arrow"
+        path.write_bytes(bytes(damaged))
+        for on_error in ("fail", "skip"):
+            with contextlib.suppress(NeardupError):  # a clear error, or any data
+                ids, _, _ = _read(path, on_error=on_error)
+                if ids:
+                    write_kept([str(path)], np.ones(len(ids), dtype=bool), Path(d) / "kept.jsonl", on_error=on_error)
