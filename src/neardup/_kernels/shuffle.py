@@ -60,7 +60,7 @@ def first_shared_buckets(keys, member, pa, pb, buckets):
     """For each pair of rows ``(pa[i], pb[i])``: the bucket of the first table in which both take
     part with equal keys (the group that holds the pair with the lowest table), ``-1`` when
     they share none. ``keys``: uint64[n, t, w]; ``member``: bool[n, t]."""
-    n, t, w = keys.shape
+    _, t, w = keys.shape
     nb_ = np.uint64(buckets)
     out = np.full(pa.shape[0], -1, dtype=np.int32)
     for i in range(pa.shape[0]):

@@ -68,7 +68,9 @@ def minhash_plan(config: MinHashConfig) -> Plan:
         ]
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold) if config.exact_prepass else None
         columns = ("values", "counts")
-        sharded = Sharded(columns, shard_keys, shard_candidates, shard_edit_similarity, shard_empty, recheck=recheck, pairwise=True)
+        sharded = Sharded(
+            columns, shard_keys, shard_candidates, shard_edit_similarity, shard_empty, recheck=recheck, pairwise=True
+        )
         return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
     if config.verify == "exact":
         recheck = Recheck(Scan("re-read candidate texts", shingle_sets, ShingleSets, ("wanted",)), shard_exact_verify)
@@ -78,7 +80,9 @@ def minhash_plan(config: MinHashConfig) -> Plan:
             Step("verifier", exact_verifier, ("values", "set_docs", "set_values", "set_offsets")),
         ]
         columns = ("values", "counts")
-        sharded = Sharded(columns, shard_keys, shard_candidates, shard_exact_similarity, shard_empty, recheck=recheck, pairwise=True)
+        sharded = Sharded(
+            columns, shard_keys, shard_candidates, shard_exact_similarity, shard_empty, recheck=recheck, pairwise=True
+        )
     else:
         stages.append(Step("verifier", signature_verifier, ("values",)))
         sharded = Sharded(("values", "counts"), shard_keys, shard_verify, shard_similarity, shard_empty, shard_connect)

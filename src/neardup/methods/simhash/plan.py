@@ -78,7 +78,9 @@ def simhash_plan(config: SimHashConfig) -> Plan:
             Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
         ]
         columns = ("values", "counts")
-        sharded = Sharded(columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck, pairwise=True)
+        sharded = Sharded(
+            columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck, pairwise=True
+        )
         return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
     stages.append(GroupBy("Hamming search", table_keys, within_distance, search, ("values", "counts")))
     sharded = Sharded(("values", "counts"), shard_keys, shard_verify, similarity, shard_empty, shard_connect)
