@@ -38,7 +38,7 @@ from ..core.arrays import CsrParts, CsrRows
 from ..core.components import components
 from ..core.documents import DocBatch
 from ..core.parallel import Threads
-from ..core.plan import Recheck, Scan, StageContext
+from ..core.plan import Recheck, Scan, StageContext, Step
 from ..text.edit import edit_similarities, edit_tokens, token_sequences
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "dense_codes",
     "edit_recheck",
     "edit_similarity_of",
+    "edit_stages",
     "edit_token_rows",
     "edit_verifier",
     "shard_edit_similarity",
@@ -268,6 +269,20 @@ def edit_recheck() -> Recheck:
     """The sharded form's :class:`~neardup.core.plan.Recheck` of ``verify="edit"``: the token rows
     of the candidate documents, the candidate pairs verified on them."""
     return Recheck(Scan("re-read candidate texts", edit_token_rows, TokenRows, ("wanted",)), shard_edit_verify)
+
+
+def edit_stages(candidates: Step) -> tuple[list[Scan | Step], Recheck]:
+    """The stages of ``verify="edit"`` for a method whose step ``candidates`` gives candidate
+    pairs (``candidate_a``, ``candidate_b``, ``wanted``): it, the re-read, the verifier and
+    ``verify + cluster``; and the :class:`~neardup.core.plan.Recheck` of its sharded form."""
+    recheck = edit_recheck()
+    stages = [
+        candidates,
+        recheck.scan,
+        Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
+        Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
+    ]
+    return stages, recheck
 
 
 def _shard_verifier(config: Any, rows: dict[str, Any], cutoff: bool) -> EditVerifier:

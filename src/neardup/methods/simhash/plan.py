@@ -62,21 +62,10 @@ def simhash_plan(config: SimHashConfig) -> Plan:
     if config.exact_prepass and config.weighting != "idf":
         prepass = Prepass(config.shingling.nfkc, config.shingling.casefold)
     if config.verify == "edit":
-        from ..verify_edit import (
-            edit_recheck,
-            edit_similarity_of,
-            edit_verifier,
-            shard_edit_similarity,
-            verify_candidates,
-        )
+        from ..verify_edit import edit_similarity_of, edit_stages, shard_edit_similarity
 
-        recheck = edit_recheck()
-        stages += [
-            Step("Hamming search (candidates)", candidate_pairs, ("values", "counts")),
-            recheck.scan,
-            Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
-            Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
-        ]
+        tail, recheck = edit_stages(Step("Hamming search (candidates)", candidate_pairs, ("values", "counts")))
+        stages += tail
         columns = ("values", "counts")
         sharded = Sharded(
             columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck, pairwise=True

@@ -57,21 +57,10 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
     if config.exact_prepass and config.idf_band is None:
         prepass = Prepass(config.scheme.nfkc, config.scheme.casefold)
     if config.verify == "edit":
-        from ..verify_edit import (
-            edit_recheck,
-            edit_similarity_of,
-            edit_verifier,
-            shard_edit_similarity,
-            verify_candidates,
-        )
+        from ..verify_edit import edit_similarity_of, edit_stages, shard_edit_similarity
 
-        recheck = edit_recheck()
-        stages += [
-            Step("all pairs (candidates)", candidate_pairs, ("signatures",)),
-            recheck.scan,
-            Step("verifier", edit_verifier, ("wanted", "token_docs", "token_ids", "token_offsets")),
-            Step("verify + cluster", verify_candidates, ("wanted", "candidate_a", "candidate_b", "verifier")),
-        ]
+        tail, recheck = edit_stages(Step("all pairs (candidates)", candidate_pairs, ("signatures",)))
+        stages += tail
         columns = ("signatures", "signature_lengths")
         sharded = Sharded(columns, shard_keys, shard_verify, shard_edit_similarity, shard_empty, recheck=recheck)
         return Plan(config, tuple(stages), edit_similarity_of, prepass, sharded)
