@@ -532,6 +532,69 @@ def test_a_later_sharded_scan_after_the_prepass(dask_client):
                 assert np.array_equal(x, y)
 
 
+def _counting_configs():
+    from neardup.methods.imatch.config import IMatchConfig
+    from neardup.methods.simhash.config import SimHashConfig
+    from neardup.methods.spotsigs.config import SpotSigsConfig
+
+    return {
+        "imatch": IMatchConfig(lexicons=3, min_terms=3),
+        "simhash-idf": SimHashConfig(weighting="idf", max_distance=10),
+        "spotsigs-idf": SpotSigsConfig(threshold=0.5, idf_band=(0.0, 0.9)),
+    }
+
+
+@pytest.mark.parametrize(
+    "method, kill", [("imatch", False), ("imatch", True), ("simhash-idf", False), ("spotsigs-idf", False)]
+)
+def test_a_counting_scan_sends_the_driver_one_reduced_table(dask_client, method, kill):
+    """A scan whose result is a table (document frequencies) is reduced on the workers:
+    each partition into its own reducer, those merged in a tree; the driver gets the ids and
+    lengths of the admission and the one reduced table, byte for byte, instead of every batch's
+    part (term sets, shingle counts, signature lists). With a worker killed during that scan, its
+    reducers and merges are made again. The answers are the local engine's."""
+    from dataclasses import replace
+
+    from neardup.engine.dask_engine import DaskEngine, _nbytes, _table_bytes
+
+    config = _counting_configs()[method]
+    data = make_corpus(n=1500, seed=14, copy_rate=0.3)
+    texts = _with_stopwords(data.texts) if method == "spotsigs-idf" else data.texts
+
+    def source():
+        return InMemorySource(texts, data.ids, batch_size=25)  # 60 partitions: a tree of two levels
+
+    scan = config.plan().stages[0]
+    parts = [scan.map(config, batch) for batch in source()()]
+    reducer = scan.reduce(config)
+    for part in parts:
+        reducer.add(part)
+    table = _table_bytes(reducer.result())
+    admission = sum(map(len, data.ids)) + 8 * len(data.ids)  # ids and int64 text lengths
+    # terms repeat across documents (the table is a twentieth of the term sets); most shingles
+    # and spot signatures of a generated corpus are in one document and its near-duplicates
+    assert _nbytes(parts) > (20 if method == "imatch" else 1) * table
+    expected = LocalEngine(1).run(config.plan(), source(), want_pairs=True)
+    assert len(expected.pairs[0]) > 0
+    engine = DaskEngine(dask_client, partitions=4)
+    killer = _KillOnce(dask_client, 5) if kill else None
+    got = engine.run(config.plan(), source(), want_pairs=True, progress=killer)
+    if kill:
+        assert killer.killed is not None
+        dask_client.wait_for_workers(2, timeout=60)
+    for name in ("root", "kept", "similarity", "empty"):
+        assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+    for x, y in zip(got.pairs, expected.pairs):
+        assert np.array_equal(x, y)
+    assert engine.scan_bytes["from workers"] == admission + table
+    if not kill:  # the scan not marked a table: every batch's part comes back, as it did before
+        plan = config.plan()
+        plan = replace(plan, stages=(replace(plan.stages[0], table=False), *plan.stages[1:]))
+        driver = DaskEngine(dask_client, partitions=4)
+        assert np.array_equal(driver.run(plan, source()).root, expected.root)
+        assert driver.scan_bytes["from workers"] == admission + _nbytes(parts)
+
+
 def test_a_worker_killed_while_reading_its_byte_ranges(tmp_path, dask_client):
     """Workers read a file in 12 byte ranges and keep MinHash's shards; one is killed after the
     5th partition: its partitions are read again elsewhere and the answer is the local one."""

@@ -115,6 +115,16 @@ class RowBuffer:
         self._array.resize((self._n,) + self._array.shape[1:], refcheck=False)
         return self._array
 
+    def __getstate__(self) -> dict[str, np.ndarray]:
+        """Pickled: the rows appended, not the capacity behind them."""
+        return {"rows": self._array[: self._n]}
+
+    def __setstate__(self, state: dict[str, np.ndarray]) -> None:
+        # an unpickled array does not own its memory (it is a view of the message), and
+        # ``resize`` needs an array that does: take a copy
+        self._array = np.array(state["rows"], copy=True)
+        self._n = len(self._array)
+
 
 class CsrParts:
     """Reduce: per-batch parts ``(docs, values, sizes)`` of variable-length rows (the rows of

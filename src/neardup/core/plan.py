@@ -69,6 +69,11 @@ class Scan:
     keys_wanted) -> (prepared, keys)`` computes what the pre-pass needs (the uint64[n, 2] exact
     keys of the normalized texts) from the work the method does anyway, and ``map(config,
     prepared, chosen, *inputs)`` finishes the documents of ``chosen`` (bool[n], or None for all).
+
+    ``table``: the reducer's result is one table of the collection (document frequencies: an
+    entry a distinct term or shingle), not rows of every document, and its reducers pickle and
+    merge; an engine that maps batches in other processes may reduce each process's parts there
+    and merge the reducers (in input order), so that only the result moves.
     """
 
     name: str
@@ -76,6 +81,7 @@ class Scan:
     reduce: Callable[[Any], Reducer]
     inputs: tuple[str, ...] = ()
     prepare: Callable[..., tuple[Any, Any]] | None = None
+    table: bool = False
 
 
 @dataclass(frozen=True)

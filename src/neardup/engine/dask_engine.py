@@ -11,22 +11,28 @@ state on the workers of a ``dask.distributed`` cluster.
   pre-pass, normalize and key) on a worker, where the result stays; ids, lengths and exact keys
   come here to be admitted in input order; then the method's map runs on that worker. At most
   ``2 x cluster threads`` partitions are in each phase. Later scans read the partitions again
-  on the workers. A task whose worker dies is run again elsewhere (Dask's scheduler
-  reschedules it and whatever it needs from its lineage; ``retries`` more attempts on errors).
+  on the workers. A scan whose result is a table of the collection (``Scan.table``: document
+  frequencies) is reduced on the workers: each partition's parts into a reducer on the worker
+  that made them, those reducers merged there in a tree (``Reducer.merge``, 8 at a time, in
+  input order) as they finish; only the merged result comes here. A task whose worker dies is
+  run again elsewhere (Dask's scheduler reschedules it and whatever it needs from its lineage;
+  ``retries`` more attempts on errors).
 - **State on the workers** (plans with a :class:`~neardup.core.plan.Sharded` form: every
   method's). The stages before the plan's last scan run as below (an IDF table or a lexicon
-  made here and broadcast); each partition's result of the last scan is reduced where it was
-  made into a *shard*; the shards compute their own group-by keys and shuffle them, a bucket
-  takes the rows of only the documents of its groups of two or more from their shards, and the
-  similarity of each document to its kept one is computed on rows taken the same way. A plan
-  that verifies its candidates on their texts read again (a :class:`~neardup.core.plan.Recheck`:
-  ``verify="exact"`` or ``"edit"``) keeps each bucket's candidate pairs there, gathers the
-  documents they name on one worker, reads each partition again on a worker for those
-  documents (rows that stay there), and verifies each bucket's pairs on rows taken from those
-  shards. What comes here: ids, lengths, exact keys, the earlier scans' parts, empty flags,
-  roots, similarities, pairs when asked for, and counts.
-- **Otherwise** (``worker_state=False``) the parts come back to the method's reducer here, steps (document frequencies,
-  IDF tables, edit verification) run here, and the candidate stage
+  made here from the counting scan's table, and broadcast); each partition's result of the last
+  scan is reduced where it was made into a *shard*; the shards compute their own group-by keys
+  and shuffle them, a bucket takes the rows of only the documents of its groups of two or more
+  from their shards, and the similarity of each document to its kept one is computed on rows
+  taken the same way. A plan that verifies its candidates on their texts read again (a
+  :class:`~neardup.core.plan.Recheck`: ``verify="exact"`` or ``"edit"``) keeps each bucket's
+  candidate pairs there, gathers the documents they name on one worker, reads each partition
+  again on a worker for those documents (rows that stay there), and verifies each bucket's pairs
+  on rows taken from those shards. What comes here: ids, lengths, exact keys, the earlier scans'
+  reduced tables (document frequencies), empty flags, roots, similarities, pairs when asked
+  for, and counts.
+- **Otherwise** (``worker_state=False``) the parts of scans of rows come back to the method's
+  reducer here, steps (document frequencies, IDF tables, edit verification) run here, and the
+  candidate stage
   (:class:`~neardup.core.plan.GroupBy`) is spread by its definition
   (:mod:`neardup.engine.dask_groupby`): every (document, table) key is shuffled to one of
   ``partitions`` buckets, each bucket's groups are verified on a worker with the method's
@@ -119,6 +125,14 @@ def _nbytes(obj: Any) -> int:
     return 0
 
 
+def _table_bytes(out: dict[str, Any]) -> int:
+    """Payload bytes of a reduced table (a scan's result): its arrays, and those of the objects
+    in it (document-frequency counters) one level down."""
+    return sum(
+        _nbytes(vars(v)) if hasattr(v, "__dict__") and not hasattr(v, "nbytes") else _nbytes(v) for v in out.values()
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # the scans, as functions of one partition (run on the workers)
 
@@ -204,6 +218,80 @@ def _shard(stage: Scan, config: Any, parts: list[Any], start: int, columns: tupl
     return {"start": start, "n": n, "rows": rows, "counters": out.get("counters")}
 
 
+def _reduced(stage: Scan, config: Any, parts: list[Any]):
+    """The reducer of ``stage`` with a partition's ``parts`` added in order (on the worker that
+    made them; the reducer stays there)."""
+    reducer = stage.reduce(config)
+    for part in parts:
+        if part is not None:
+            reducer.add(part)
+    return reducer
+
+
+def _finish_reduce(stage: Scan, config: Any, inputs: list[Any], held, chosen, doc_start: int, sub_start: int):
+    """First scan, phase 2, reduced on the worker: the partition's reducer."""
+    return _reduced(stage, config, _finish_first(stage, config, inputs, held, chosen, doc_start, sub_start))
+
+
+def _merge_reducers(stage: Scan, config: Any, *reducers):
+    """One reducer of consecutive stretches of input (``reducers`` in input order), merged left
+    to right into a fresh one: the inputs are not changed, so a retried merge counts once."""
+    merged = stage.reduce(config)
+    for reducer in reducers:
+        merged.merge(reducer)
+    return merged
+
+
+def _reducer_result(reducer) -> dict[str, Any]:
+    return reducer.result()
+
+
+class _WorkerReduction:
+    """A scan's reduction on the workers: each partition's parts are reduced into a reducer
+    where they were made (:func:`_finish_reduce`, :func:`_rescan_reduce`), and those reducers
+    (futures, pushed in input order) are merged in a tree on the workers, ``_MERGE_FAN_IN`` at a
+    time, as they arrive; only the final reducer's ``result()`` comes to the driver.
+
+    ``levels[h]`` holds merged reducers of ``_MERGE_FAN_IN ** h`` partitions each, in input
+    order; every one at a higher level covers input before every one at a lower level, so the
+    final merge takes them highest level first."""
+
+    def __init__(self, client, stage: Scan, config: Any, retries: int) -> None:
+        self.client, self.stage, self.config, self.retries = client, stage, config, retries
+        self.levels: list[list[Any]] = []
+        self.received = 0
+        """Payload bytes of the result that came to the driver."""
+
+    def _merge(self, reducers: list[Any]):
+        if len(reducers) == 1:
+            return reducers[0]
+        return self.client.submit(_merge_reducers, self.stage, self.config, *reducers, retries=self.retries)
+
+    def push(self, future) -> None:
+        """Add the reducer of the next partition (a future)."""
+        level = 0
+        while True:
+            if level == len(self.levels):
+                self.levels.append([])
+            self.levels[level].append(future)
+            if len(self.levels[level]) < _MERGE_FAN_IN:
+                return
+            future, self.levels[level] = self._merge(self.levels[level]), []
+            level += 1
+
+    def result(self) -> dict[str, Any]:
+        """The merged reducer's result, computed on a worker and brought here."""
+        pending = [f for level in reversed(self.levels) for f in level]
+        self.levels = []
+        if not pending:
+            return self.stage.reduce(self.config).result()
+        while len(pending) > 1:
+            pending = [self._merge(pending[i : i + _MERGE_FAN_IN]) for i in range(0, len(pending), _MERGE_FAN_IN)]
+        out = self.client.submit(_reducer_result, pending[0], retries=self.retries).result()
+        self.received = _table_bytes(out)
+        return out
+
+
 def _shard_counters(shard: dict[str, Any]) -> dict[str, float] | None:
     return shard["counters"]
 
@@ -262,6 +350,11 @@ def _reread_shard(stage: Scan, config: Any, part, expected: int, chosen, start: 
             reducer.add(found)
     docs, values, offsets = reducer.joined()
     return {"start": start, "n": n, "rows": {"reread": CsrRows.of(docs, values, offsets, n)}, "counters": None}
+
+
+def _rescan_reduce(stage: Scan, config: Any, inputs: list[Any], part, expected: int, chosen, sub_start: int):
+    """A later scan of one partition, its parts reduced here into the partition's reducer."""
+    return _reduced(stage, config, _rescan(stage, config, inputs, part, expected, chosen, sub_start))
 
 
 def _no_components(want_pairs: bool) -> dict[str, Any]:
@@ -433,7 +526,9 @@ class DaskEngine(LocalEngine):
 
     def _stages(self, plan: Plan, stages, job: _Job, state, want_pairs: bool, counters, timings, progress) -> None:
         """Run ``stages`` of ``plan`` in order, their results added to ``state``: scans on the
-        workers, their parts reduced here; steps here; group-bys by their definition."""
+        workers, their parts reduced here, or (a scan whose result is a ``table``) on the
+        workers, only the result coming here (:class:`_WorkerReduction`); steps here; group-bys
+        by their definition."""
         config = plan.config
         with Threads(self.workers) as threads:
             ctx = StageContext(threads, want_pairs, counters)
@@ -442,7 +537,10 @@ class DaskEngine(LocalEngine):
                 t0 = time.perf_counter()
                 inputs = _inputs(state, stage)
                 if isinstance(stage, Scan):
-                    reducer = stage.reduce(config)
+                    if stage.table:
+                        reducer: Any = _WorkerReduction(self.client, stage, config, self.retries)
+                    else:
+                        reducer = stage.reduce(config)
                     if job.parts is None:
                         self._first_scan_parts(
                             stage, config, inputs, plan.prepass, job, reducer, progress, lines=plan.scans > 1
@@ -452,6 +550,8 @@ class DaskEngine(LocalEngine):
                     else:
                         self._scan_again(stage, config, inputs, job, reducer, progress)
                     out = reducer.result()
+                    if stage.table:
+                        self.scan_bytes["from workers"] += reducer.received
                 elif isinstance(stage, Step):
                     out = stage.fn(config, ctx, *inputs)
                 elif isinstance(stage, GroupBy):
@@ -488,8 +588,8 @@ class DaskEngine(LocalEngine):
         scan); the last scan makes one shard per partition on the worker that maps it, and the
         candidate stage, the components and the similarity to the kept documents run on the
         shards (:meth:`_sharded_group_by`). What comes here: ids, lengths, exact keys, the
-        earlier scans' parts, the empty flags, the roots, the similarities, the pairs when asked
-        for, and counts."""
+        earlier scans' reduced tables, the empty flags, the roots, the similarities, the pairs
+        when asked for, and counts."""
         config = plan.config
         last = _last_scan(plan, sharded.recheck)
         scan, group = plan.stages[last], plan.stages[-1]  # the sharded form stands for the stages after scan
@@ -545,11 +645,13 @@ class DaskEngine(LocalEngine):
         """The first scan, partition by partition: phase 1 (read, prepare) on a worker, whose
         result stays there; ids, lengths and exact keys come here to be admitted in input order;
         phase 2 (the method's map) runs on the worker that holds phase 1, and its parts come
-        back to ``reducer`` or, with ``columns``, are reduced there into a shard that stays
-        (``job.shards``). At most ``2 x cluster threads`` partitions are in each phase at once.
-        Without ``lines`` (a job that reads its input once) byte ranges are read without their
-        first line numbers; the first one whose records need them (an id ``FILE:LINE``, an
-        error naming its line) has every range's lines counted and is read again."""
+        back to ``reducer``, or are reduced there: into the partition's reducer (``reducer`` a
+        :class:`_WorkerReduction`, which merges them on the workers) or, with ``columns``, into
+        a shard (``job.shards``), either staying on the cluster. At most ``2 x cluster threads``
+        partitions are in each phase at once. Without ``lines`` (a job that reads its input
+        once) byte ranges are read without their first line numbers; the first one whose records
+        need them (an id ``FILE:LINE``, an error naming its line) has every range's lines
+        counted and is read again."""
         from dask.distributed import wait
 
         client, retries = self.client, self.retries
@@ -613,7 +715,9 @@ class DaskEngine(LocalEngine):
             self.scan_bytes["to workers"] += _nbytes(chosen)
             m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
             args = (stage, config, inputs, held, chosen, doc_start, sub_start)
-            if columns is None:
+            if isinstance(reducer, _WorkerReduction):
+                future = client.submit(_finish_reduce, *args, retries=retries)
+            elif columns is None:
                 future = client.submit(_finish_first, *args, retries=retries)
             else:
                 future = client.submit(_finish_shard, *args, columns, retries=retries)
@@ -624,7 +728,10 @@ class DaskEngine(LocalEngine):
 
         def finish_oldest() -> None:
             n, future = second.popleft()
-            if columns is None:
+            if isinstance(reducer, _WorkerReduction):  # the partition's reducer stays on its worker
+                _wait_for(future)
+                reducer.push(future)
+            elif columns is None:
                 found = future.result()
                 self.scan_bytes["from workers"] += _nbytes(found)
                 for part in found:
@@ -658,8 +765,9 @@ class DaskEngine(LocalEngine):
     def _scan_again(self, stage, config, inputs, job: _Job, reducer, progress, columns: tuple | None = None) -> None:
         """A later scan: each partition read again on a worker (file parts), or sent again (any
         other source), its chosen documents mapped there; parts come back in input order to
-        ``reducer`` or, with ``columns``, are reduced there into a shard that stays
-        (``job.shards``)."""
+        ``reducer``, or are reduced there into the partition's reducer (a
+        :class:`_WorkerReduction`) or, with ``columns``, into a shard (``job.shards``), either
+        staying on the cluster."""
         client, retries = self.client, self.retries
         window = 2 * self._cluster_threads()
         shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
@@ -675,7 +783,10 @@ class DaskEngine(LocalEngine):
 
         def done() -> None:
             n, future = pending.popleft()
-            if columns is None:
+            if isinstance(reducer, _WorkerReduction):  # the partition's reducer stays on its worker
+                _wait_for(future)
+                reducer.push(future)
+            elif columns is None:
                 found = future.result()
                 self.scan_bytes["from workers"] += _nbytes(found)
                 for part in found:
@@ -689,7 +800,9 @@ class DaskEngine(LocalEngine):
             chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
             self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
             args = (stage, config, shared, part, expected, chosen, sub_start)
-            if columns is None:
+            if isinstance(reducer, _WorkerReduction):
+                future = client.submit(_rescan_reduce, *args, pure=False, retries=retries)
+            elif columns is None:
                 future = client.submit(_rescan, *args, pure=False, retries=retries)
             else:
                 future = client.submit(_rescan_shard, *args, columns, pure=False, retries=retries)

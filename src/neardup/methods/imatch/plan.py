@@ -43,7 +43,7 @@ def imatch_plan(config: IMatchConfig) -> Plan:
     return Plan(
         config,
         (
-            Scan("read + count terms", count_terms, TermFrequencies),
+            Scan("read + count terms", count_terms, TermFrequencies, table=True),
             Step("lexicon", lexicon, ("terms", "df", "documents")),
             Scan("re-read + sign", sign_batch, signature_rows, ("terms", "df", "df_range")),
             GroupBy("group", signature_groups, agreeing, group, ("sigs", "has")),

@@ -53,7 +53,7 @@ def simhash_plan(config: SimHashConfig) -> Plan:
     fingerprint_inputs: tuple[str, ...] = ()
     if config.weighting == "idf":
         stages += [
-            Scan("read + document frequencies", shingle_counts, ShingleFrequencies),
+            Scan("read + document frequencies", shingle_counts, ShingleFrequencies, table=True),
             Step("IDF table", idf_table, ("frequencies",)),
         ]
         fingerprint_inputs = ("idf",)
@@ -96,7 +96,7 @@ class ShingleFrequencies:
         self.counter.merge(other.counter)
 
     def result(self) -> dict[str, Any]:
-        return {"frequencies": self.counter}
+        return {"frequencies": self.counter.compact()}  # one table, not the pending pieces
 
 
 def idf_table(config: SimHashConfig, ctx: StageContext, frequencies: DocumentFrequencies) -> dict[str, Any]:

@@ -186,6 +186,12 @@ class DocumentFrequencies:
         other._merge()
         self.add_counts(other._hashes, other._counts, other.n_docs)
 
+    def compact(self) -> DocumentFrequencies:
+        """Merge what is pending into the one sorted table (16 bytes a distinct shingle), as
+        before sending the counter to another process; returns it."""
+        self._merge()
+        return self
+
     def _merge(self) -> None:
         if not self._pending:
             return

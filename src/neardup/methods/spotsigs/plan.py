@@ -50,7 +50,7 @@ def spotsigs_plan(config: SpotSigsConfig) -> Plan:
     stages: list[Any] = []
     extract_inputs: tuple[str, ...] = ()
     if config.idf_band is not None:
-        stages.append(Scan("read + count signatures (IDF)", extract_batch, SignatureFrequencies))
+        stages.append(Scan("read + count signatures (IDF)", extract_batch, SignatureFrequencies, table=True))
         extract_inputs = ("frequencies",)
     stages.append(Scan("read + extract spot signatures", filtered_batch, SignatureRows, extract_inputs))
     prepass = None
