@@ -671,6 +671,12 @@ def test_sharded_jobs_without_documents_or_pairs(dask_client, want_pairs):
                 assert got.pairs is None
 
 
+def test_local_cluster_keeps_every_copy_of_broadcast_inputs(dask_client):
+    """``local_client``'s scheduler runs no active memory manager: its default policy drops the
+    broadcast copies of a scan's inputs down to one, which a worker's loss then loses for good."""
+    assert dask_client.amm.running() is False
+
+
 def test_local_cluster_workers_keep_glibcs_own_malloc_thresholds(dask_client):
     """Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers by default, which also
     turns off glibc's dynamic mmap threshold (every allocation over 128 KiB faults its pages in

@@ -433,12 +433,23 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
     signatures, band keys) becomes a fresh ``mmap`` whose pages fault in again each time: in the
     first scan of a MinHash job that is 7.5x the page faults and about a quarter more CPU
     (docs/scaling.md, "Memory settings"). A variable already in the environment is left as it is; a
-    worker that the nanny restarts after a loss gets the same."""
+    worker that the nanny restarts after a loss gets the same.
+
+    The scheduler runs without Dask's active memory manager, whose default policy
+    (``ReduceReplicas``, every 2 s) drops the copies of broadcast data down to one: the inputs a
+    scan broadcasts (an IDF table, a lexicon) stay needed while its shards live, since a shard
+    lost with its worker is made again from them, and scattered data cannot be recomputed, so
+    losing the worker that held the last copy failed the job ("lose scattered data, which can't
+    be recovered"; seen twice in the killed-worker tests)."""
     import dask
     from dask.distributed import Client, LocalCluster
 
     workers = check_int("workers", workers, 1, 1 << 16)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    settings = {
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+        "distributed.scheduler.active-memory-manager.start": False,
+    }
+    with dask.config.set(settings):
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
