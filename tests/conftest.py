@@ -65,17 +65,26 @@ def corpus() -> Corpus:
 
 @pytest.fixture(scope="session")
 def dask_client():
-    """One LocalCluster of 2 worker processes (one thread each) for the whole session."""
+    """One LocalCluster of 2 worker processes (one thread each) for the whole session.
+
+    The killed-worker tests need each killed worker back: its nanny starts a new one, but the
+    cluster closes the nanny for good when no worker of its name has registered within
+    ``distributed.deploy.lost-worker-timeout`` of the loss (15 s), and on a loaded machine, or
+    while this process (which runs the scheduler) compiles kernels with the GIL held, the new
+    worker took longer: every later test then ran on one worker ("Only 1/2 workers arrived")."""
     pytest.importorskip("dask.distributed")
+    import dask
+
     from neardup.engine.dask_engine import local_client
 
-    client = local_client(2, memory_limit=None)
-    try:
-        yield client
-    finally:
-        cluster = client.cluster
-        client.close()
-        cluster.close()
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "300s"}):
+        client = local_client(2, memory_limit=None)
+        try:
+            yield client
+        finally:
+            cluster = client.cluster
+            client.close()
+            cluster.close()
 
 
 def wait_until_handling(proc, signum: int, timeout: float = 60.0) -> bool:

@@ -74,14 +74,23 @@ def chosen_engine(engine: str, scheduler: str | None, partitions: int | None, wo
         if workers is not None:
             raise click.UsageError("--workers sets the LocalCluster's size; with --scheduler the cluster has its own")
         client = Client(scheduler)
-    else:
-        from ..api import default_workers
+        try:
+            yield DaskEngine(client, partitions=partitions)
+        finally:
+            client.close()
+        return
+    import dask
 
+    from ..api import default_workers
+
+    # a worker lost (killed, out of memory) is started again by its nanny; the LocalCluster
+    # closes the nanny for good if the new worker has not registered within this time (15 s by
+    # default), which a loaded machine, or this process holding the GIL, can exceed
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "300s"}):
         client = local_client(workers or default_workers())
-    try:
-        yield DaskEngine(client, partitions=partitions)
-    finally:
-        cluster = client.cluster if scheduler is None else None
-        client.close()
-        if cluster is not None:
+        try:
+            yield DaskEngine(client, partitions=partitions)
+        finally:
+            cluster = client.cluster
+            client.close()
             cluster.close()
