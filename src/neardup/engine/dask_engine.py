@@ -357,6 +357,22 @@ def _rescan_reduce(stage: Scan, config: Any, inputs: list[Any], part, expected: 
     return _reduced(stage, config, _rescan(stage, config, inputs, part, expected, chosen, sub_start))
 
 
+def _parts_again(job: _Job):
+    """The job's partitions to read again, in input order: ``(k, part, documents, chosen,
+    first)``, a file part (the workers read it) or a batch of any other source (sent again);
+    ``chosen``: which of its documents the exact pre-pass kept (None without it); ``first``: the
+    number of its first representative in the job."""
+    parts: Iterable[Any] = job.parts if _reads_on_workers(job.source) else job.source()
+    sketch = job.groups.sketch if job.groups is not None else None
+    doc_start = sub_start = 0
+    for k, part in enumerate(parts):
+        expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
+        chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
+        yield k, part, expected, chosen, sub_start
+        doc_start += expected
+        sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
+
+
 def _no_components(want_pairs: bool) -> dict[str, Any]:
     """What the candidate stage gives for a job without documents."""
     out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
@@ -784,13 +800,8 @@ class DaskEngine(LocalEngine):
         shared = client.scatter([list(inputs)], broadcast=True)[0] if inputs else []
         if columns is not None:
             job.shared = shared
-        if _reads_on_workers(job.source):
-            parts: Iterable[Any] = job.parts
-        else:
-            parts = job.source()
         pending: deque = deque()
-        sketch = job.groups.sketch if job.groups is not None else None
-        doc_start = sub_start = 0
+        doc_start = 0
 
         def done() -> None:
             n, future = pending.popleft()
@@ -806,9 +817,7 @@ class DaskEngine(LocalEngine):
                 _wait_for(future)
             progress.advance(n)
 
-        for k, part in enumerate(parts):
-            expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
-            chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
+        for _, part, expected, chosen, sub_start in _parts_again(job):
             self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
             args = (stage, config, shared, part, expected, chosen, sub_start)
             if isinstance(reducer, _WorkerReduction):
@@ -820,7 +829,6 @@ class DaskEngine(LocalEngine):
                 job.shards.append((sub_start, expected if chosen is None else int(np.count_nonzero(chosen)), future))
             pending.append((expected, future))
             doc_start += expected
-            sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
             if len(pending) >= window:
                 done()
         while pending:
@@ -1022,22 +1030,13 @@ class DaskEngine(LocalEngine):
         client, retries = self.client, self.retries
         buckets = [client.submit(candidate_bucket, r, retries=retries) for r in results]
         wanted = client.submit(union_docs, *buckets, retries=retries)
-        if _reads_on_workers(job.source):
-            parts: Iterable[Any] = job.parts
-        else:
-            parts = job.source()
-        sketch = job.groups.sketch if job.groups is not None else None
-        doc_start = 0
         job.reread = []
-        for k, part in enumerate(parts):
-            expected = len(part) if isinstance(part, DocBatch) else job.part_docs[k]
-            chosen = None if sketch is None else sketch[doc_start : doc_start + expected]
-            start, n, _ = job.shards[k]
+        for k, part, expected, chosen, start in _parts_again(job):
+            n = job.shards[k][1]  # the partition's representatives
             mine = client.submit(docs_between, wanted, start, start + n, retries=retries)
             self.scan_bytes["to workers"] += _nbytes(part) + _nbytes(chosen)
             args = (recheck.scan, config, part, expected, chosen, start, n, mine)
             job.reread.append((start, n, client.submit(_reread_shard, *args, pure=False, retries=retries)))
-            doc_start += expected
         for k, (_, _, future) in enumerate(job.reread):  # where the rows are decides where each bucket runs
             _wait_for(future)
             progress.advance(job.part_docs[k])
