@@ -6,7 +6,8 @@ and CPU time per thread, and the two-worker time that the CPU split predicts.
                                        [--switch-interval S]
 
 Each run is ``neardup dedup CORPUS -o OUT.jsonl --workers W`` in its own subprocess (an untimed
-warm-up first fills numba's cache), the runs of the worker counts alternating (1, 2, 1, 2, ...).
+warm-up first fills numba's cache; the earlier runs' output is flushed to disk before each run,
+:func:`run_dedup.settle_writes`), the runs of the worker counts alternating (1, 2, 1, 2, ...).
 Inside the run the job is the CLI's own, with probes added from outside (no change to the code
 measured): ``time.thread_time`` around every task the job's :class:`~neardup.core.parallel.Threads`
 runs (by task: ``parse`` = a JSONL block scanned and decoded, ``prepare`` = normalized + exact
@@ -43,6 +44,10 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run_dedup
 
 _LABELS = {
     "_read_block": "parse",
@@ -245,6 +250,7 @@ def main() -> None:
             cmd = [sys.executable, __file__, args.corpus, "--one", str(w), "--out", out, "--extra", args.extra]
             if args.switch_interval:
                 cmd += ["--switch-interval", str(args.switch_interval)]
+            run_dedup.settle_writes()
             t0 = time.perf_counter()
             p = subprocess.run(cmd, capture_output=True, text=True, check=True)
             wall = time.perf_counter() - t0
