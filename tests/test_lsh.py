@@ -330,6 +330,29 @@ def test_band_keys_argument_checks():
         band_keys(np.zeros((2, 8), dtype=np.int64), 2, 4)
     with pytest.raises(ValueError, match="bands \\* rows = 12 is more than the 8 slots"):
         band_keys(np.zeros((2, 8), dtype=np.uint32), 3, 4)
+    values = np.zeros((4, 8), dtype=np.uint32)
+    bad = [np.empty((4, 3), np.uint64), np.empty((4, 2), np.int64), np.empty((2, 4), np.uint64).T]
+    for out in bad + [np.empty((4, 2), np.uint64)[::-1]]:
+        with pytest.raises(ValueError, match="out must be a writeable C-contiguous uint64 array of shape \\(4, 2\\)"):
+            band_keys(values, 2, 4, out)
+
+
+def test_band_keys_into_rows_of_one_array_on_workers():
+    """Keys written part by part into ``out`` (as the batch job's band stage does, one part per
+    worker, from 20,000 signatures) equal the keys of one call."""
+    from neardup.core.parallel import Threads
+    from neardup.methods.minhash.plan import _band_keys_on
+
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 2**32, size=(20_003, 16), dtype=np.uint32)
+    whole = band_keys(values, 3, 5)
+    out = np.full((100, 3), 7, dtype=np.uint64)
+    assert np.shares_memory(band_keys(values[:40], 3, 5, out[10:50]), out)
+    np.testing.assert_array_equal(out[10:50], whole[:40])
+    assert (out[:10] == 7).all() and (out[50:] == 7).all()
+    for workers in (1, 2, 3):
+        with Threads(workers) as threads:
+            np.testing.assert_array_equal(_band_keys_on(threads, values, 3, 5), whole)
 
 
 # ---------------------------------------------------------------------------------------------

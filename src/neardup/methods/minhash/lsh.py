@@ -346,8 +346,9 @@ def params_for(
     return LSHParams(bands, rows, t, fp, fn)
 
 
-def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """The 64-bit key of every band of every signature: uint64 array of shape (n, bands).
+def band_keys(values: np.ndarray, bands: int, rows: int, out: np.ndarray | None = None) -> np.ndarray:
+    """The 64-bit key of every band of every signature: uint64 array of shape (n, bands)
+    (written into ``out``, a C-contiguous array of that shape, when given).
 
     Key of band ``j`` (0-based) of row ``i`` -- part of the stable format, pinned by golden tests:
     the band's slots ``values[i, j*r:(j+1)*r]`` are read as ``4r`` little-endian bytes and hashed
@@ -372,5 +373,9 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise TypeError(f"values must be a 2-D uint32 array, got {values.dtype} of shape {values.shape}")
     if bands * rows > values.shape[1]:
         raise ValueError(f"bands * rows = {bands * rows} is more than the {values.shape[1]} slots of a signature")
-    out = np.empty((values.shape[0], bands), dtype=np.uint64)
+    shape = (values.shape[0], bands)
+    if out is None:
+        out = np.empty(shape, dtype=np.uint64)
+    elif out.shape != shape or out.dtype != np.uint64 or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"out must be a writeable C-contiguous uint64 array of shape {shape}")
     return band_keys_kernel(np.ascontiguousarray(values), bands, rows, out)

@@ -174,12 +174,15 @@ _BAND_ROWS_MIN = 20_000  # signatures from which the band keys are computed in p
 
 def _band_keys_on(threads, values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """:func:`band_keys` of ``values``, in one part of rows per worker (the kernel releases the
-    GIL), joined in order: the same keys."""
+    GIL), each written into its rows of one array: the same keys (no copy joins the parts; at 1M
+    signatures that copy was 136 MB on the calling thread)."""
     n = values.shape[0]
     if threads.workers < 2 or n < _BAND_ROWS_MIN:
         return band_keys(values, bands, rows)
+    out = np.empty((n, bands), dtype=np.uint64)
     step = -(-n // threads.workers)
-    return np.concatenate(threads.map(lambda a: band_keys(values[a : a + step], bands, rows), range(0, n, step)))
+    threads.map(lambda a: band_keys(values[a : a + step], bands, rows, out[a : a + step]), range(0, n, step))
+    return out
 
 
 def signature_verifier(config: MinHashConfig, ctx: StageContext, values: np.ndarray) -> dict[str, Any]:
