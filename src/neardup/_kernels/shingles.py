@@ -29,7 +29,7 @@ import numpy as np
 
 from .charclass import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD
 from .hashing import P1, P2, SEED, fmix64, rotl64
-from .intrinsics import SIMD64, ascii64, chars64, chars64_pos, hash8_short, words64
+from .intrinsics import STEP64, ascii64, chars64, chars64_pos, hash8_short, words64
 
 WORD_KIND, CHAR_KIND = 0, 1
 
@@ -229,7 +229,7 @@ def _word_tokens(data, start, end, table, buf, tok, lowbit=0):
     lut = _WORD_LUT[np.int64(lowbit != 0)]
     if _is_ascii(doc):
         i = 0
-        if SIMD64:
+        if STEP64:
             while i + 64 <= size:
                 blen, nt, prev = words64(doc, i, buf, tok, blen, nt, prev, lowbit)
                 i += 64
@@ -245,7 +245,7 @@ def _word_tokens(data, start, end, table, buf, tok, lowbit=0):
         i = 0
         stop = 0  # bytes before it go one by one (a chunk that is not all ASCII)
         while i < size:
-            if SIMD64 and i >= stop:
+            if STEP64 and i >= stop:
                 if i + 64 <= size and ascii64(doc, i):
                     blen, nt, prev = words64(doc, i, buf, tok, blen, nt, prev, lowbit)
                     i += 64
@@ -374,7 +374,7 @@ def _char_ascii_plain(doc, buf, lut, lowbit):
         i += 1
     blen = 0
     prev = 0
-    if SIMD64:
+    if STEP64:
         while i + 64 <= size:
             blen, prev = chars64(doc, i, buf, blen, prev, lowbit)
             i += 64
@@ -442,7 +442,7 @@ def _char_units(data, start, end, table, strip, buf, pos, lowbit=0):
         i = 0
         stop = 0  # as in _word_tokens
         while i < size:
-            if SIMD64 and not strip and nch > 0 and i >= stop:
+            if STEP64 and not strip and nch > 0 and i >= stop:
                 if i + 64 <= size and ascii64(doc, i):
                     # the step writes a separator's space at once, this loop before the next
                     # character: write a pending one first, and take back a trailing one
