@@ -22,7 +22,7 @@ import pytest
 CHILD = r"""
 import sys
 import numpy as np
-from neardup._kernels import minhash
+from neardup._kernels import intrinsics, minhash
 from neardup._kernels.charclass import CHAR_CLASS
 from neardup._kernels.shingles import _char_units, _word_tokens
 from neardup.methods.minhash.sketch import MinHasher
@@ -84,7 +84,8 @@ def values():
     return out
 
 if __name__ == "__main__":
-    np.savez(sys.argv[1], wide=np.array(minhash.WIDE_MULTIPLY), **values())
+    steps = np.array([intrinsics.SIMD64, intrinsics.PACK8])
+    np.savez(sys.argv[1], wide=np.array(minhash.WIDE_MULTIPLY), steps=steps, **values())
 """
 
 
@@ -94,8 +95,10 @@ def _host_features() -> set[str]:
     return set(ll.get_host_cpu_features().flatten().split(","))
 
 
-@pytest.mark.parametrize(("target", "needs", "wide"), [("haswell", "+avx2", False), ("x86-64", "+sse2", True)])
-def test_target_build_gives_the_host_build_values(tmp_path, target, needs, wide):
+@pytest.mark.parametrize(
+    ("target", "needs", "wide", "pack8"), [("haswell", "+avx2", False, True), ("x86-64", "+sse2", True, False)]
+)
+def test_target_build_gives_the_host_build_values(tmp_path, target, needs, wide, pack8):
     """The ``haswell`` (AVX2: the 32-bit-lane fold, first passes packed with pshufb) and
     ``x86-64`` (SSE2: the 64-bit fold, byte-by-byte first passes) builds give the first passes'
     tokens and character streams and sign texts (word and character shingles, ASCII and not, empty and long) and hash sets
@@ -114,6 +117,7 @@ def test_target_build_gives_the_host_build_values(tmp_path, target, needs, wide)
         sys.modules.pop("child", None)
     got = np.load(tmp_path / "out.npz")
     assert bool(got["wide"]) is wide
+    assert got["steps"].tolist() == [False, pack8]  # no vpcompressb; pshufb steps on AVX2 only
     here = child.values()
     for name, expected in here.items():
         assert np.array_equal(got[name], expected), name
