@@ -468,7 +468,7 @@ _PACKS = {"vpcompressb": (True, False), "pshufb": (False, True), "generic": (Fal
 @functools.cache
 def _steps_runner(pack: str):
     """A function running ``chars64`` and ``words64`` over a document, compiled with the pack
-    ``pack`` (the host must be able to run it)."""
+    ``pack`` (numba's target must have its instructions: :func:`_compilable`)."""
     import numba as nb
 
     import neardup._kernels.intrinsics as intr
