@@ -461,52 +461,93 @@ def _ref_words64(doc: bytes, lower: bool):
     return bytes(out), starts, prev
 
 
+_PACKS = {"vpcompressb": (True, False), "pshufb": (False, True), "generic": (False, False)}
+"""How the 64-byte steps pack bytes: ``intrinsics.SIMD64`` and ``intrinsics.PACK8`` while they compile."""
+
+
 @functools.cache
-def _steps_runner(native: bool):
-    """A function running ``_chars64`` and ``_words64`` over a document, compiled with the
-    native (vpcompressb) code or with LLVM's generic vector compress that other CPUs get."""
+def _steps_runner(pack: str):
+    """A function running ``chars64`` and ``words64`` over a document, compiled with the pack
+    ``pack`` (numba's target must have its instructions: :func:`_compilable`)."""
     import numba as nb
 
-    import neardup._kernels.shingles as sh_mod
+    import neardup._kernels.intrinsics as intr
 
     @nb.njit
     def run(doc, buf, tok, lowbit):
         blen, prev, i = 0, 0, 0
         while i + 64 <= doc.shape[0]:
-            blen, prev = sh_mod.chars64(doc, i, buf, blen, prev, lowbit)
+            blen, prev = intr.chars64(doc, i, buf, blen, prev, lowbit)
             i += 64
         wlen, nt, wprev, i = 0, 0, 0, 0
         wbuf = np.zeros(buf.shape[0], dtype=np.uint8)
         while i + 64 <= doc.shape[0]:
-            wlen, nt, wprev = sh_mod.words64(doc, i, wbuf, tok, wlen, nt, wprev, lowbit)
+            wlen, nt, wprev = intr.words64(doc, i, wbuf, tok, wlen, nt, wprev, lowbit)
             i += 64
         return blen, prev, wbuf, wlen, nt, wprev
 
-    old = sh_mod.SIMD64
-    sh_mod.SIMD64 = native and old
-    try:  # compile now, while the flag is set
+    old = intr.SIMD64, intr.PACK8
+    intr.SIMD64, intr.PACK8 = _PACKS[pack]
+    try:  # compile now, while the flags are set
         run(np.zeros(64, np.uint8), np.zeros(128, np.uint8), np.zeros(66, np.int64), np.uint8(0))
     finally:
-        sh_mod.SIMD64 = old
+        intr.SIMD64, intr.PACK8 = old
     return run
 
 
-@pytest.mark.parametrize("native", [True, False])
-@settings(max_examples=60, deadline=None)
-@given(
-    st.binary(min_size=64, max_size=256).map(lambda b: bytes(x & 0x7F for x in b[: len(b) // 64 * 64])), st.booleans()
-)
-def test_64_byte_steps_equal_the_byte_rules(native, doc, lower):
-    """``_chars64`` and ``_words64`` (64 ASCII bytes a step with vpcompressb; with ``native``
-    False, LLVM's generic vector compress that other CPUs compile) follow the byte-by-byte rules."""
+def _compilable(pack: str) -> bool:
+    """Whether numba's target (host, or ``NUMBA_CPU_NAME``) has the instructions of ``pack``."""
+    import neardup._kernels.intrinsics as intr
+
+    return {"vpcompressb": intr.SIMD64, "pshufb": intr._target_has("avx2"), "generic": True}[pack]
+
+
+def _check_steps(pack: str, doc: bytes, lower: bool) -> None:
+    if not _compilable(pack):
+        pytest.skip(f"numba's target has no {pack}")
     arr = np.frombuffer(doc, dtype=np.uint8)
     buf = np.zeros(len(doc) + 64, dtype=np.uint8)
     tok = np.zeros(len(doc) + 2, dtype=np.int64)
-    blen, prev, wbuf, wlen, nt, wprev = _steps_runner(native)(arr, buf, tok, np.uint8(32 if lower else 0))
+    blen, prev, wbuf, wlen, nt, wprev = _steps_runner(pack)(arr, buf, tok, np.uint8(32 if lower else 0))
     chars, cprev = _ref_chars64(doc, lower)
     assert (bytes(buf[:blen]), prev) == (chars, cprev)
     words, starts, pw = _ref_words64(doc, lower)
     assert (bytes(wbuf[:wlen]), tok[:nt].tolist(), wprev) == (words, starts, pw)
+
+
+@pytest.mark.parametrize("pack", list(_PACKS))
+@settings(max_examples=60, deadline=None)
+@given(
+    st.binary(min_size=64, max_size=256).map(lambda b: bytes(x & 0x7F for x in b[: len(b) // 64 * 64])), st.booleans()
+)
+def test_64_byte_steps_equal_the_byte_rules(pack, doc, lower):
+    """``chars64`` and ``words64`` (64 ASCII bytes a step with vpcompressb, with pshufb 8 bytes
+    at a time, or with LLVM's generic vector compress) follow the byte-by-byte rules."""
+    _check_steps(pack, doc, lower)
+
+
+def _edge_docs() -> list[bytes]:
+    """64-byte multiples that stress the packs: all separators, all word bytes, runs of
+    separators across the 8-, 16- and 32-byte group edges, alternating bytes (the most token
+    starts), upper case."""
+    docs = [b" " * 64, b"a" * 64, b"A" * 128, b"a " * 32, b" a" * 32, b"\x00\x7f" * 32, b"Ab.9" * 32]
+    for edge in (7, 8, 9, 15, 16, 17, 31, 32, 33, 63):
+        for run in (1, 2, 9):
+            d = bytearray(b"Word" * 32)
+            d[max(edge - run, 0) : edge + run] = b" " * len(d[max(edge - run, 0) : edge + run])
+            docs.append(bytes(d))
+    rng = random.Random(3)
+    for _ in range(40):
+        docs.append(bytes(rng.choice(b"aZ9 .\t\x7f-") for _ in range(64 * rng.randint(1, 3))))
+    return docs
+
+
+@pytest.mark.parametrize("pack", list(_PACKS))
+@pytest.mark.parametrize("lower", [False, True])
+def test_64_byte_steps_at_group_edges(pack, lower):
+    """The steps on texts built to hit the packs' group edges follow the byte-by-byte rules."""
+    for doc in _edge_docs():
+        _check_steps(pack, doc, lower)
 
 
 _long_ascii = st.text(alphabet=st.sampled_from(list("abX   \t\n.,-9")), min_size=60, max_size=200)
