@@ -183,9 +183,10 @@ def settle_writes() -> None:
     """Write the dirty pages of earlier runs to disk (``os.sync``) before a timed run starts.
 
     Each run writes its output (1.6 GB for the 1M-document corpus) into the page cache; left
-    dirty, the kernel writes them back while the next run writes its own, whose write stage then
-    waits for the disk: the 1M job's "time write" measured 3.4-4.8 s that way against 0.9-1.6 s
-    after a ``sync`` (2026-11-27, same code)."""
+    dirty, the kernel writes them back while the next run writes its own. This takes that
+    writeback out of the next run; the disk's own pace still varies (the 1M job's "time write"
+    ranged over 0.9-4.8 s in one session on a virtual disk shared with other machines), so
+    compare write times within one run of a benchmark only."""
     if hasattr(os, "sync"):
         os.sync()
 
