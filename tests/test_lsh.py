@@ -331,8 +331,16 @@ def test_band_keys_argument_checks():
     with pytest.raises(ValueError, match="bands \\* rows = 12 is more than the 8 slots"):
         band_keys(np.zeros((2, 8), dtype=np.uint32), 3, 4)
     values = np.zeros((4, 8), dtype=np.uint32)
-    bad = [np.empty((4, 3), np.uint64), np.empty((4, 2), np.int64), np.empty((2, 4), np.uint64).T]
-    for out in bad + [np.empty((4, 2), np.uint64)[::-1]]:
+    read_only = np.empty((4, 2), np.uint64)
+    read_only.flags.writeable = False
+    bad = [
+        np.empty((4, 3), np.uint64),  # shape
+        np.empty((4, 2), np.int64),  # dtype
+        np.empty((2, 4), np.uint64).T,  # not C-contiguous
+        np.empty((4, 2), np.uint64)[::-1],  # not C-contiguous
+        read_only,
+    ]
+    for out in bad:
         with pytest.raises(ValueError, match="out must be a writeable C-contiguous uint64 array of shape \\(4, 2\\)"):
             band_keys(values, 2, 4, out)
 
