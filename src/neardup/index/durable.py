@@ -66,6 +66,7 @@ from . import snapshot as snapshots
 from .idtable import IdTable
 from .store import (
     IndexCorruptError,
+    IndexLinkError,
     IndexLockedError,
     IndexUnavailableError,
     IndexWriteError,
@@ -78,6 +79,7 @@ __all__ = [
     "DurableIndex",
     "Index",
     "IndexCorruptError",
+    "IndexLinkError",
     "IndexLockedError",
     "IndexUnavailableError",
     "IndexWriteError",

@@ -19,9 +19,13 @@ SQLite's own, not part of this format.
 Durability: the journal is WAL and ``synchronous=FULL``: a transaction that committed is on disk
 (the WAL is fsynced at every commit) and survives a kill of the process and a power loss; a
 transaction that did not commit leaves no trace. Every write of :class:`SQLiteStore` is one
-transaction. One writer at a time: a writer holds an exclusive ``flock`` on ``PATH.lock`` for as
-long as it is open, and a second writer gets :class:`IndexLockedError`; readers take no lock and
-see what was committed when they (re)load.
+transaction. One writer at a time: a writer holds a lock on the index file itself (one byte of
+it, by an open-file-description ``fcntl`` lock on Linux, ``flock`` elsewhere) for as long as it is
+open, and a second writer gets :class:`IndexLockedError`, whatever name it opens the file by (a
+symbolic link, another path) and whatever side file was deleted; readers take no lock and see what
+was committed when they (re)load. ``PATH.lock`` is only a note of the writer's pid for that
+error's message. A file with more than one hard link is refused (:class:`IndexLinkError`): SQLite
+keeps the WAL beside the name, so each name would have a journal of its own.
 
 A store backend is anything with the methods of :class:`SQLiteStore` below the line "backend
 interface" (``insert``, ``delete``, ``rows_after`` or, as here, ``columns_after``,
@@ -35,9 +39,12 @@ memory and asks the store only for what changed. The other backend is
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sqlite3
+import struct
+import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -54,6 +61,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PAGE_SIZE",
     "IndexCorruptError",
+    "IndexLinkError",
     "IndexLockedError",
     "IndexUnavailableError",
     "IndexWriteError",
@@ -90,6 +98,10 @@ _REQUIRED_META = ("format", "format_version", "method", "config", "scheme", "epo
 
 class IndexLockedError(NeardupError):
     """Another process has the index open for writing."""
+
+
+class IndexLinkError(NeardupError):
+    """The index file has more than one hard link (a WAL index must have one name)."""
 
 
 class IndexCorruptError(NeardupError):
@@ -161,8 +173,8 @@ class SQLiteStore:
 
     kind = "sqlite"
 
-    def __init__(self, path: str, conn: sqlite3.Connection, mode: str, lock_fd: int | None) -> None:
-        self.path, self._conn, self.mode, self._lock_fd = path, conn, mode, lock_fd
+    def __init__(self, path: str, conn: sqlite3.Connection, mode: str, file_key: tuple[int, int] | None) -> None:
+        self.path, self._conn, self.mode, self._file_key = path, conn, mode, file_key
 
     # ---------------------------------------------------------------- opening
 
@@ -175,7 +187,17 @@ class SQLiteStore:
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"{path}: the directory {parent} does not exist")
-        lock_fd = _lock(path)
+        try:  # made here, empty, so that the writer lock is on it before SQLite opens it
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise FileExistsError(f"{path}: an index or another file exists there already") from None
+        try:
+            key = _acquire(path, writer=True, fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        conn = None
         try:
             conn = _connect(path, readonly=False, page_size=PAGE_SIZE)
             with _writing(path):
@@ -184,12 +206,15 @@ class SQLiteStore:
                 conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(rows.items()))
                 conn.execute("COMMIT")
         except BaseException:
-            _unlock(lock_fd)
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            _release(key, writer=True)
             with contextlib.suppress(OSError):
                 for suffix in ("", "-wal", "-shm"):
                     os.unlink(path + suffix)
             raise
-        return cls(path, conn, "a", lock_fd)
+        return cls(path, conn, "a", key)
 
     @classmethod
     def open(cls, path: str, mode: str = "r") -> SQLiteStore:
@@ -201,13 +226,17 @@ class SQLiteStore:
             raise FileNotFoundError(f"{path}: no index there (create one with `neardup index create`)")
         if os.path.isdir(path):
             raise IsADirectoryError(f"{path}: is a directory, not an index file")
-        lock_fd = _lock(path) if mode == "a" else None
+        _refuse_links(path)
+        key = _acquire(path, writer=mode == "a")
+        store = None
         try:
-            conn = _connect(path, readonly=mode == "r")
-            store = cls(path, conn, mode, lock_fd)
+            store = cls(path, _connect(path, readonly=mode == "r"), mode, key)
             store.meta()  # reads and checks the metadata: a file that is not an index fails here
         except BaseException:
-            _unlock(lock_fd)
+            if store is not None:
+                store.close()
+            else:
+                _release(key, writer=mode == "a")
             raise
         return store
 
@@ -215,8 +244,8 @@ class SQLiteStore:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        _unlock(self._lock_fd)
-        self._lock_fd = None
+        _release(self._file_key, writer=self.mode == "a")
+        self._file_key = None
 
     # ---------------------------------------------------------------- backend interface
 
@@ -433,7 +462,8 @@ class SQLiteStore:
         return problems
 
     def file_bytes(self) -> int:
-        return sum(os.path.getsize(self.path + s) for s in ("", "-wal") if os.path.exists(self.path + s))
+        real = os.path.realpath(self.path)  # SQLite keeps the WAL beside the file a symbolic link names
+        return sum(os.path.getsize(real + s) for s in ("", "-wal") if os.path.exists(real + s))
 
     # ---------------------------------------------------------------- internals
 
@@ -519,28 +549,133 @@ def _connect(path: str, *, readonly: bool, page_size: int | None = None) -> sqli
         raise IndexCorruptError(f"{path}: not a neardup index or damaged ({exc})") from None
 
 
-def _lock(path: str) -> int:
+class _FileUse:
+    """This process's use of one index file (one inode): how many stores have it open, whether one
+    of them is the writer, and the descriptor that holds the writer lock."""
+
+    __slots__ = ("fd", "users", "writer")
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.users = 0
+        self.writer = False
+
+
+_FILES: dict[tuple[int, int], _FileUse] = {}
+_FILES_LOCK = threading.Lock()
+
+_WRITER_BYTE = 0x40000000 + 0x8000
+"""The byte of the index file that the writer lock covers: in SQLite's lock-byte page (the page at
+1 GiB that never holds data), away from the 512 bytes SQLite itself locks there."""
+
+
+def _refuse_links(path: str) -> None:
+    """A WAL index has one name: SQLite keeps ``-wal`` and ``-shm`` beside the name it was opened
+    by, so two hard links would be two journals (a writer's commits invisible through the other
+    name, and lost when a writer through it checkpoints)."""
+    links = os.stat(path).st_nlink
+    if links > 1:
+        raise IndexLinkError(
+            f"{path}: the index file has {links} hard links; a WAL index must have one name (SQLite keeps its "
+            "journal beside the name, so each link would get a journal of its own): remove the other links, "
+            "or copy the file (a symbolic link is fine)"
+        )
+
+
+def _lock_op(fd: int, kind: int) -> None:
     import fcntl
 
-    lock_path = path + ".lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    ofd = getattr(fcntl, "F_OFD_SETLK", None)
+    if ofd is None:  # BSD, macOS: flock is native there, apart from SQLite's fcntl locks
+        fcntl.flock(fd, (fcntl.LOCK_EX | fcntl.LOCK_NB) if kind == fcntl.F_WRLCK else fcntl.LOCK_UN)
+    else:  # Linux: a lock of the open file description on one byte (on NFS flock is a whole-file fcntl lock)
+        fcntl.fcntl(fd, ofd, struct.pack("hhqqi4x", kind, os.SEEK_SET, _WRITER_BYTE, 1, 0))
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the writer lock on ``fd`` without waiting; False when another open of the file holds it."""
+    import fcntl
+
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        try:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
-        finally:
-            os.close(fd)
-        raise IndexLockedError(
-            f"{path}: the index is locked by another writer ({holder or 'unknown process'}); "
-            "one writer at a time (readers may open it with mode 'r')"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps({"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode(), 0)
-    return fd
+        _lock_op(fd, fcntl.F_WRLCK)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+    return True
 
 
-def _unlock(fd: int | None) -> None:
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)  # closing the descriptor releases the flock
+def _note_path(path: str) -> str:
+    return os.path.realpath(path) + ".lock"
+
+
+def _locked_error(path: str) -> IndexLockedError:
+    try:
+        with open(_note_path(path), encoding="utf-8", errors="replace") as f:
+            holder = f.read(200).strip()
+    except OSError:
+        holder = ""
+    return IndexLockedError(
+        f"{path}: the index is locked by another writer ({holder or 'unknown process'}); "
+        "one writer at a time (readers may open it with mode 'r')"
+    )
+
+
+def _acquire(path: str, *, writer: bool, fd: int | None = None) -> tuple[int, int]:
+    """Count one more store of this process on the index file at ``path`` and, for a writer, take
+    the writer lock on the file itself (``fd``: the descriptor of a file just made by ``create``).
+    Returns the file's identity (device, inode) for :func:`_release`.
+
+    The lock is on the inode, not on a name: a symbolic link, a deleted side file, any path to the
+    same file meets the same lock. One descriptor per file and process holds it, and it is closed
+    only when no store of the process has the file open any more: closing any descriptor of a file
+    drops every POSIX lock the process holds on it, SQLite's own included."""
+    with _FILES_LOCK:
+        st = os.fstat(fd) if fd is not None else os.stat(path)
+        key = (st.st_dev, st.st_ino)
+        use = _FILES.setdefault(key, _FileUse())
+        if fd is not None and use.fd is None:
+            use.fd = fd
+        if writer:
+            try:
+                if use.writer:
+                    raise _locked_error(path)
+                if use.fd is None:
+                    use.fd = os.open(path, os.O_RDWR)
+                if not _try_lock(use.fd):
+                    raise _locked_error(path)
+            except BaseException:
+                if use.users == 0:
+                    del _FILES[key]
+                    if use.fd is not None:
+                        os.close(use.fd)
+                raise
+            use.writer = True
+            with contextlib.suppress(OSError), open(_note_path(path), "w", encoding="utf-8") as f:
+                # a note for the error message of the next would-be writer (not the lock)
+                f.write(json.dumps({"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
+        use.users += 1
+        return key
+
+
+def _release(key: tuple[int, int] | None, *, writer: bool) -> None:
+    """Undo one :func:`_acquire` (after the store's SQLite connection is closed)."""
+    import fcntl
+
+    if key is None:
+        return
+    with _FILES_LOCK:
+        use = _FILES.get(key)
+        if use is None:
+            return
+        use.users -= 1
+        if writer and use.writer:
+            use.writer = False
+            if use.fd is not None:
+                with contextlib.suppress(OSError):
+                    _lock_op(use.fd, fcntl.F_UNLCK)
+        if use.users <= 0:
+            del _FILES[key]
+            if use.fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(use.fd)

@@ -1,0 +1,187 @@
+"""One writer per index file, whatever name opens it (issue 34, deliverable 1).
+
+The writer lock is on the index file itself, not on ``PATH.lock``: every test here runs two real
+processes (``_Client``: a child that opens the index and answers one command at a time on its
+stdin/stdout, so the steps are ordered by the answers, never by sleeps) and counts the rows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import neardup
+from neardup.index.durable import IndexLinkError, IndexLockedError
+from neardup.methods.exact.config import ExactConfig
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file locks and links")
+
+_CHILD = textwrap.dedent(
+    """
+    import sys
+    import neardup
+
+    index = None
+    for line in sys.stdin:
+        cmd, *args = line.split()
+        try:
+            if cmd == "open":
+                index = neardup.Index.open(args[1], args[0])
+                out = "ok"
+            elif cmd == "add":
+                prefix, n = args[0], int(args[1])
+                ids = [f"{prefix}{i}" for i in range(n)]
+                index.add(ids, [f"text number {i} of {prefix} with a few words" for i in range(n)])
+                out = f"ok {n}"
+            elif cmd == "count":
+                index.refresh()
+                out = f"ok {len(index)}"
+            elif cmd == "close":
+                index.close()
+                index = None
+                out = "ok"
+            else:
+                out = f"error unknown command {cmd}"
+        except Exception as exc:
+            out = f"error {type(exc).__name__}: {exc}"
+        print(out.replace(chr(10), " "), flush=True)
+    """
+)
+
+
+class _Client:
+    """A child process holding (or failing to open) the index, driven line by line."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def __call__(self, *words: object) -> str:
+        self.proc.stdin.write(" ".join(map(str, words)) + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        assert answer, f"the child died on {words} (exit {self.proc.poll()})"
+        return answer
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def clients():
+    made: list[_Client] = []
+
+    def make() -> _Client:
+        made.append(_Client())
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.stop()
+
+
+def _rows(path) -> int:
+    with neardup.Index.open(path) as index:
+        return len(index)
+
+
+@pytest.fixture
+def index_file(tmp_path):
+    path = tmp_path / "docs.ndx"
+    neardup.Index.create(path, ExactConfig()).close()
+    return path
+
+
+def test_a_second_writer_through_a_symbolic_link_is_refused_and_a_reader_through_it_sees_the_rows(index_file, clients):
+    link = index_file.parent / "link.ndx"
+    link.symlink_to(index_file.name)
+    writer, other = clients(), clients()
+    assert writer("open", "a", index_file) == "ok"
+    assert writer("add", "w", 300) == "ok 300"
+    answer = other("open", "a", link)
+    assert answer.startswith("error IndexLockedError") and "locked by another writer" in answer
+    assert '"pid"' in answer  # the writer's pid, from its note
+    assert other("open", "r", link) == "ok"
+    assert other("count") == "ok 300"
+    assert writer("add", "v", 300) == "ok 300"
+    assert other("count") == "ok 600"  # one writer, and the reader through the link sees all it wrote
+    assert writer("close") == "ok"
+    assert other("close") == "ok"
+    # the writer through the link, once the first is gone: both names are one file
+    assert other("open", "a", link) == "ok"
+    assert other("add", "l", 100) == "ok 100"
+    assert other("close") == "ok"
+    assert _rows(index_file) == 700
+    assert not os.path.exists(str(link) + "-wal") or os.path.samefile(str(link) + "-wal", str(index_file) + "-wal")
+
+
+def test_the_lock_survives_deleting_the_lock_file(index_file, clients):
+    first, second = clients(), clients()
+    assert first("open", "a", index_file) == "ok"
+    assert first("add", "a", 200) == "ok 200"
+    note = str(index_file) + ".lock"
+    assert os.path.exists(note)
+    os.unlink(note)  # a temp cleaner
+    answer = second("open", "a", index_file)
+    assert answer.startswith("error IndexLockedError") and "unknown process" in answer
+    assert first("add", "b", 200) == "ok 200"
+    assert first("close") == "ok"
+    assert second("open", "a", index_file) == "ok"  # the lock went with the writer
+    assert second("add", "c", 200) == "ok 200"
+    assert second("close") == "ok"
+    assert _rows(index_file) == 600
+
+
+def test_an_index_file_with_two_hard_links_is_refused_by_every_name(index_file, clients):
+    writer, other = clients(), clients()
+    assert writer("open", "a", index_file) == "ok"
+    assert writer("add", "w", 300) == "ok 300"
+    link = index_file.parent / "hard.ndx"
+    os.link(index_file, link)
+    for mode in ("a", "r"):
+        for name in (link, index_file):
+            answer = other("open", mode, name)
+            assert answer.startswith("error IndexLinkError"), answer
+            assert f"{name}: the index file has 2 hard links" in answer and "one name" in answer
+    assert writer("add", "v", 300) == "ok 300"  # the writer that opened it first goes on
+    assert writer("close") == "ok"
+    with pytest.raises(IndexLinkError, match="2 hard links"):
+        neardup.Index.open(link)
+    os.unlink(link)
+    assert _rows(index_file) == 600  # every acknowledged add is there
+
+
+def test_a_failed_second_open_in_the_writers_process_keeps_sqlites_locks(index_file, tmp_path):
+    """Closing any descriptor of a file drops all the process's POSIX locks on it, SQLite's too:
+    a refused writer in the same process must not close one while the file is open there (else
+    another process could take SQLite's exclusive lock, e.g. to leave WAL mode, under the writer)."""
+    link = tmp_path / "link.ndx"
+    link.symlink_to(index_file)
+    writer = neardup.Index.open(index_file, "a")
+    reader = neardup.Index.open(link)
+    try:
+        writer.add(["x"], ["a text"])
+        for name in (index_file, link):
+            with pytest.raises(IndexLockedError, match="locked by another writer"):
+                neardup.Index.open(name, "a")
+        probe = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0)\n"
+            "try: print(c.execute('PRAGMA journal_mode=DELETE').fetchone()[0])\n"
+            "except sqlite3.OperationalError as e: print(e)"
+        )
+        out = subprocess.run([sys.executable, "-c", probe, str(index_file)], capture_output=True, text=True)
+        assert out.stdout.strip() == "database is locked", out
+        writer.add(["y"], ["another text"])
+        reader.refresh()
+        assert sorted(reader) == ["x", "y"]
+    finally:
+        reader.close()
+        writer.close()
+    neardup.Index.open(link, "a").close()  # and the lock went with the writer
