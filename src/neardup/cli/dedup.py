@@ -459,7 +459,14 @@ def against_index(path: str | None, update: bool, method: str, config):
         return
     from ..methods.registry import config_to_dict, get_method
 
+    ctx = click.get_current_context(silent=True)
+    chosen = ctx is not None and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT)
     with DurableIndex.open(path, "a" if update else "r") as index:
+        if chosen and method != index.config.name:
+            raise click.UsageError(
+                f"--method {method} disagrees with the index {index.path}, made with {index.config.name}; "
+                f"leave --method out (or give --method {index.config.name}) to match against it"
+            )
         given = config_to_dict(config)
         if given != config_to_dict(get_method(method)()) and given != config_to_dict(index.config):
             raise click.UsageError(

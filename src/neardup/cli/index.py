@@ -132,19 +132,62 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
     before the failure are in the index (the message says how many documents) and the rest is not.
     """
     stats = ReadStats()
-    added = 0
+    added = empty = 0
     before = lambda: f"{added:,} documents were added before the error" if added else None
+    read = (text_field, id_field, input_format, html, batch_size)
     with index_errors(before), DurableIndex.open(path, "a") as index:
         for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
-            index.add(batch.ids, batch.texts, replace=replace)
-            added += len(batch)
+            ids, texts = batch.ids, batch.texts
+            if "" in ids:  # a record the batch job accepts, an index cannot hold
+                if on_error == "fail":
+                    _empty_ids(inputs, read, "fail")  # raises the error, with the file and line
+                keep = [k for k, doc_id in enumerate(ids) if doc_id]
+                empty += len(ids) - len(keep)
+                ids, texts = [ids[k] for k in keep], [texts[k] for k in keep]
+            if ids:
+                index.add(ids, texts, replace=replace)
+            added += len(ids)
         size = len(index)
+    if empty:  # skipped, counted and named as the readers' bad records are
+        stats.documents -= empty
+        stats.skipped += empty
+        stats.reasons["empty id"] += empty
+        named = _empty_ids(inputs, read, "skip")
     if stats.documents == 0:
         click.echo(f"neardup: error: no documents read from {', '.join(inputs)}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     if not quiet:
         skipped = f", {stats.skipped:,} records skipped" if stats.skipped else ""
         click.echo(f"added {added:,} documents to {shown_path(path)} (now {size:,}){skipped}", err=True)
+        for message in stats.file_errors:
+            click.echo(f"skipped: {message}", err=True)
+    if empty:
+        shown = "; ".join(named[:_NAMED]) + (f"; ... ({len(named) - _NAMED:,} more)" if len(named) > _NAMED else "")
+        click.echo(f"neardup: warning: {empty:,} records with an empty id skipped: {shown}", err=True)
+
+
+_NAMED = 10  # records with an empty id named in the warning of `index add --on-error skip`
+
+
+def _empty_ids(inputs, read, on_error: str) -> list[str]:
+    """Read the inputs again, as the first pass did but with an empty id a bad record: with
+    ``fail``, raise the first one's error (its file and line); with ``skip``, each one's
+    ``FILE:LINE``. Only when a batch held an empty id (the slower record parser reads here)."""
+    text_field, id_field, input_format, html, batch_size = read
+    found = ReadStats(details=[])
+    for _ in read_documents(
+        inputs,
+        text_field=text_field,
+        id_field=id_field,
+        on_error=on_error,
+        batch_size=batch_size,
+        stats=found,
+        html=html,
+        input_format=input_format,
+        reject_empty_ids=True,
+    ):
+        pass
+    return [f"{path}:{line}" for path, line, reason, _ in found.details if reason == "empty id"]
 
 
 @index_group.command("query", context_settings=SETTINGS)

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ..core.errors import InputError
-from .policy import Chunk, Policy, missing_id, missing_text
+from .policy import Chunk, Policy, empty_id, missing_id, missing_text
 from .streams import WRITE_ROWS, StreamDamage, damaged, line_blocks, open_input
 
 _CSV_FIELD_LIMIT = 2**31 - 1  # the csv module's default of 128 KiB is far too small for documents
@@ -219,6 +219,9 @@ def _csv_chunks(records, path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
                 continue
             if pol.id_policy == "line":
                 doc_id = pol.line_id(doc_id, path, line)
+            if pol.reject_empty_ids and doc_id == "":
+                pol.reject(empty_id(path, line))
+                continue
             ids.append(doc_id)
             texts.append(row[text_col])
             if full:

@@ -25,6 +25,7 @@ from .policy import (
     Chunk,
     Policy,
     bad_utf8,
+    empty_id,
     kind_of,
     missing_id,
     missing_text,
@@ -84,6 +85,9 @@ def _parse_record(line: bytes, path: str, lineno: int, pol: Policy) -> tuple[str
             doc_id = json_text_id(line, id_field, doc_id)
         if pol.id_policy == "line":
             doc_id = pol.line_id(doc_id, path, lineno)
+    if pol.reject_empty_ids and doc_id == "":
+        pol.reject(empty_id(path, lineno))
+        return None
     return doc_id, text, obj
 
 
@@ -107,7 +111,7 @@ def scan_jsonl(path: str, pol: Policy, full: bool) -> Iterator[Chunk]:
     if stream is None:
         return
     with stream:
-        if not full and pol.id_policy == "field":
+        if not full and pol.id_policy == "field" and not pol.reject_empty_ids:
             records = 0
             try:
                 for chunk in _scan_jsonl_blocks(stream, path, pol):

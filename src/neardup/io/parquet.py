@@ -18,6 +18,7 @@ from .policy import (
     Chunk,
     Policy,
     bad_utf8,
+    empty_id,
     missing_id,
     missing_text,
     text_not_str,
@@ -333,6 +334,9 @@ def scan_parquet(path: str, pol: Policy, full: bool, rows: int, fmt: str = "parq
                             doc_id = orjson.dumps(doc_id, default=str).decode()
                         if pol.id_policy == "line":
                             doc_id = pol.line_id(doc_id, path, line)
+                if pol.reject_empty_ids and doc_id == "":
+                    pol.reject(empty_id(path, line))
+                    continue
                 ids.append(doc_id)
                 texts.append(text)
                 if full:

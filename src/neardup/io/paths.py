@@ -151,13 +151,20 @@ def _filesystem(url: str):
     return fs, inner
 
 
+def _file_or_broken_link(p: Path) -> bool:
+    """A regular file, or a symbolic link that leads to no file (dangling, a loop, no permission):
+    listed, so that reading it fails naming it (an error, or one skipped file with ``--on-error
+    skip``) rather than the folder quietly losing a shard."""
+    return p.is_file() or (p.is_symlink() and not p.is_dir())
+
+
 def _local_folder(root: str, fmt: str | None) -> list[tuple[str, str]]:
     base = Path(root)
     shards: list[tuple[str, str]] = []
     documents = False
     for p in sorted(base.rglob("*")):
         rel = p.relative_to(base)
-        if any(part.startswith((".", "_")) for part in rel.parts) or not p.is_file():
+        if any(part.startswith((".", "_")) for part in rel.parts) or not _file_or_broken_link(p):
             continue
         kind = shard_format(p.name)
         if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES:
@@ -311,7 +318,7 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
                 name = _stream_file(name)  # a pipe: read it once
             sources.append((name, fmt))
         elif any(c in name for c in _GLOB_CHARS):
-            found = sorted(f for f in glob.glob(name, recursive=True) if os.path.isfile(f))
+            found = sorted(f for f in glob.glob(name, recursive=True) if _file_or_broken_link(Path(f)))
             if not found:
                 raise InputError(name, None, "no file matches this pattern", reason="unreadable file")
             sources += [(f, _format_of(f, input_format)) for f in found]

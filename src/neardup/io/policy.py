@@ -8,6 +8,7 @@ by reason in :class:`ReadStats`). The functions below word those errors, one sta
 
 from __future__ import annotations
 
+import errno
 import os
 import zlib
 from collections import Counter
@@ -86,6 +87,9 @@ class Policy:
     id_policy: str = "field"
     """``"line"``: a record whose ``id_field`` value is missing, empty or repeats an earlier
     record's gets the id ``FILE:LINE`` (:meth:`line_id`) instead of being a bad record."""
+    reject_empty_ids: bool = False
+    """A record whose id is the empty string is a bad record (reason ``"empty id"``): what an
+    index needs (``neardup index add``); the batch job accepts it."""
     seen_ids: set = field(default_factory=set, compare=False, repr=False)
     """The ids given so far in this pass (``id_policy="line"`` only)."""
 
@@ -139,7 +143,15 @@ class Policy:
 
 
 def make_policy(
-    text_field, id_field, on_error, stats, html=False, main_content=False, id_policy="field", snapshot=None
+    text_field,
+    id_field,
+    on_error,
+    stats,
+    html=False,
+    main_content=False,
+    id_policy="field",
+    snapshot=None,
+    reject_empty_ids=False,
 ) -> Policy:
     """A checked :class:`Policy`; ``snapshot``: that of a job's first pass (else this policy's
     stats start one, so that the pass that reads with them records it)."""
@@ -164,6 +176,7 @@ def make_policy(
         bool(main_content),
         id_policy=id_policy,
         snapshot=snapshot,
+        reject_empty_ids=bool(reject_empty_ids),
     )
 
 
@@ -220,6 +233,12 @@ def missing_id(path: str, line: int, names: Iterable[str], id_field: str, null: 
     )
 
 
+def empty_id(path: str, line: int) -> InputError:
+    return InputError(
+        path, line, "the id is an empty string; an index needs a non-empty id for every document", reason="empty id"
+    )
+
+
 def bad_utf8(path: str, line: int | None, exc: UnicodeDecodeError, where: str) -> InputError:
     return InputError(
         path,
@@ -230,6 +249,18 @@ def bad_utf8(path: str, line: int | None, exc: UnicodeDecodeError, where: str) -
 
 
 def unreadable(path: str, exc: BaseException) -> InputError:
+    if isinstance(exc, OSError) and os.path.islink(path) and not os.path.exists(path):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        why = "a loop of links" if exc.errno == errno.ELOOP else "nothing there"
+        return InputError(
+            path,
+            None,
+            f"cannot read the file: a symbolic link to {target!r}, which leads to {why}",
+            reason="unreadable file",
+        )
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return InputError(path, None, f"cannot read the file (corrupt or truncated?): {detail}", reason="unreadable file")
 

@@ -93,6 +93,7 @@ def read_documents(
     input_format: str | None = None,
     id_policy: str = "field",
     snapshot: dict | None = None,
+    reject_empty_ids: bool = False,
 ) -> Iterator[DocBatch]:
     """Stream the documents of ``paths`` (read in the order given) as
     :class:`~neardup.core.documents.DocBatch` es.
@@ -114,6 +115,11 @@ def read_documents(
     :class:`~neardup.core.errors.InputChangedError` (the pass that reads with ``stats`` records
     its own snapshot there).
 
+    ``reject_empty_ids=True``: a record whose id is the empty string is a bad record (reason
+    ``"empty id"``, with its file and line), as an index needs; read by the record parser
+    rather than the JSONL kernel, so slower: ``neardup index add`` reads so only to name the
+    records an empty id was found in.
+
     ``html=True``: the text field of JSONL, CSV and Parquet records is HTML, converted with
     :func:`neardup.text.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
     ``.txt`` files never). ``main_content=True``: keep only the main block of each HTML page.
@@ -125,7 +131,7 @@ def read_documents(
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    pol = make_policy(text_field, id_field, on_error, stats, html, main_content, id_policy, snapshot)
+    pol = make_policy(text_field, id_field, on_error, stats, html, main_content, id_policy, snapshot, reject_empty_ids)
     sources = resolve_inputs(paths, input_format)
     return _batches(sources, pol, batch_size)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..text.html import decode_html, html_to_text
 from .formats import HTML_SUFFIXES, TEXT_SUFFIXES
-from .paths import is_url, local_path, open_binary
+from .paths import _file_or_broken_link, is_url, local_path, open_binary
 from .policy import Chunk, Policy, bad_utf8, unreadable
 from .streams import BOM
 
@@ -31,7 +31,9 @@ def scan_txtdir(root: str, pol: Policy, full: bool = False) -> Iterator[Chunk]:
         files = [(root, Path(root.split("?", 1)[0]).suffix.lower())]  # a single file
     else:
         base = Path(root)
-        found = sorted(p for p in base.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES and p.is_file())
+        found = sorted(
+            p for p in base.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES and _file_or_broken_link(p)
+        )
         files = [(os.path.join(root, str(p.relative_to(base))), p.suffix.lower()) for p in found]
     ids: list[str] = []
     texts: list[str] = []
