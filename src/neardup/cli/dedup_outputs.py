@@ -151,13 +151,13 @@ def _write_all(
         if outs.stats:
             body = orjson.dumps(stats_body(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
             write_bytes(body, outs.stats, outputs)
-        outputs.commit()
+        parts_dir = outs.output.endswith(("/", os.sep))
+        # under the commit lock: the parts beyond this run's belong to no run's set now
+        outputs.commit(after=(lambda: _remove_old_parts(outs.output, parts)) if parts_dir else None)
         if stdout_copy is not None:
             with open(stdout_copy, "rb") as f:
                 shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
             sys.stdout.buffer.flush()
-    if outs.output.endswith(("/", os.sep)):
-        _remove_old_parts(outs.output, parts)
 
 
 def _kept(result, keep, path, read: ReadOptions, annotate, outputs) -> None:

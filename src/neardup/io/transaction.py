@@ -10,6 +10,12 @@ it) and the writers fill the temporaries. :meth:`OutputSet.commit` then, in this
 3. renames the temporaries over the outputs, in the order they were staged;
 4. removes the journal.
 
+Steps 2 to 4 run under an exclusive lock of every folder written to (``flock`` on the folder
+itself, or on ``.neardup-commit.lock`` in it where a folder cannot be locked), taken in sorted
+order: two runs writing the same outputs at once commit one after the other, so the outputs are
+one run's complete set (the one that committed last), never a mix of both. :func:`recover` takes
+the same lock.
+
 Until step 2 completes, a crash (even ``kill -9`` or power loss) leaves every previous output as it
 was: only temporaries, which the next run that stages the same output removes (their process is
 gone). During step 3 (a few ``rename`` calls) a crash can leave some outputs new and some old; the
@@ -28,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import orjson
@@ -35,6 +42,51 @@ import orjson
 __all__ = ["OutputSet", "recover", "remove_stale_temporaries", "temporary_path"]
 
 JOURNAL_PREFIX = ".neardup-commit."
+LOCK_NAME = ".neardup-commit.lock"
+"""The lock file of a folder that cannot be locked itself (the lock is on the folder where it can)."""
+
+
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive lock of ``folder`` (waits for another run's commit there); the descriptor to
+    close to release it, or None where file locks do not exist."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; commits are not serialized there
+        return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        fd = None
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return fd
+        except OSError:  # a file system that cannot lock a folder: a lock file in it instead
+            os.close(fd)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def folders_locked(folders: Iterable[str | os.PathLike]):
+    """Hold the commit lock of every folder in ``folders`` (taken in sorted order, so that runs
+    that write to several of the same folders cannot deadlock)."""
+    fds: list[int] = []
+    try:
+        for folder in sorted({Path(f) for f in folders}):
+            fd = _lock_folder(folder)
+            if fd is not None:
+                fds.append(fd)
+        yield
+    finally:
+        for fd in reversed(fds):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def temporary_path(final: Path, pid: int | None = None) -> Path:
@@ -94,11 +146,23 @@ def recover(directory: str | os.PathLike) -> int:
     folder = Path(directory)
     if not folder.is_dir():
         return 0
-    for journal in sorted(folder.glob(f"{JOURNAL_PREFIX}*")):
+    journals = [j for j in sorted(folder.glob(f"{JOURNAL_PREFIX}*")) if j.name != LOCK_NAME]
+    if not journals:
+        return 0
+    with folders_locked([folder]):
+        for journal in journals:
+            done += _recover_one(journal)
+    return done
+
+
+def _recover_one(journal: Path) -> int:
+    """Finish the commit of one journal if its process is gone (1), else leave it (0)."""
+    done = 0
+    if journal.exists():
         name = journal.name[len(JOURNAL_PREFIX) :]
         pid, _, rest = name.partition(".")
         if not pid.isdigit() or _alive(int(pid)):
-            continue
+            return 0
         if rest == "json":
             try:
                 renames = orjson.loads(journal.read_bytes())["renames"]
@@ -107,7 +171,7 @@ def recover(directory: str | os.PathLike) -> int:
             for tmp, final in renames:
                 if os.path.exists(tmp):
                     os.replace(tmp, final)
-            done += 1
+            done = 1
         with contextlib.suppress(OSError):
             journal.unlink()
     return done
@@ -176,15 +240,26 @@ class OutputSet:
         self._finals.add(final)
         return tmp
 
-    def commit(self) -> None:
+    def commit(self, after: Callable[[], None] | None = None) -> None:
         """Replace every staged output by its temporary (all of them, or, after a crash, see
-        :func:`recover`)."""
+        :func:`recover`), under the commit lock of their folders; ``after`` runs under that lock
+        too, once they are replaced (e.g. removing files that are not part of the new set)."""
         if self._committed:
             return
         for tmp, final in self._staged:
             if not tmp.exists():
                 raise FileNotFoundError(f"the temporary file of {final} was not written: {tmp}")
             _fsync_file(tmp)
+        with folders_locked(final.parent for _, final in self._staged):
+            try:
+                self._commit_locked()
+            except BaseException:
+                self.abort()  # under the lock: during the renames it finishes them
+                raise
+            if after is not None:
+                after()
+
+    def _commit_locked(self) -> None:
         journals = self._journals() if len(self._staged) > 1 else []  # one rename is atomic by itself
         if journals:
             body = orjson.dumps({"pid": os.getpid(), "renames": [[str(t), str(f)] for t, f in self._staged]})
