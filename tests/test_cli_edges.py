@@ -171,6 +171,19 @@ def test_an_empty_id_in_index_add_follows_on_error_with_file_and_line(tmp_path, 
     run("dedup", corpus, "-o", tmp_path / "kept.jsonl", "--id-field", "id", "-q")  # the batch job accepts it
 
 
+def test_dedup_update_with_an_empty_kept_id_names_it_and_writes_nothing(tmp_path):
+    corpus, line = _with_an_empty_id(tmp_path, "jsonl")
+    path = tmp_path / "x.ndx"
+    run("index", "create", path, "--method", "exact")
+    out = tmp_path / "kept.jsonl"
+    res = run("dedup", corpus, "-o", out, "--against", path, "--update", code=1)
+    assert f"{corpus}:{line}: a kept document has an empty id" in res.output and "nothing was written" in res.output
+    assert not out.exists()
+    with neardup.Index.open(path) as index:
+        assert len(index) == 0
+    run("dedup", corpus, "-o", out, "--against", path, "-q")  # without --update nothing is stored: fine
+
+
 def test_empty_ids_across_batches_are_all_named_and_the_rest_stored(tmp_path):
     rows = [(f"d{i}" if i % 5 else "", f"text number {i} with its own words {i}") for i in range(23)]
     corpus = write_jsonl(tmp_path / "in.jsonl", rows)

@@ -73,3 +73,25 @@ def check_plot_path(ctx, param, value):
     if suffix not in ("png", "svg", "pdf", "jpg", "jpeg"):
         raise click.BadParameter(f"cannot tell the image format of {value!r}; use .png, .svg, .pdf or .jpg")
     return value
+
+
+def empty_id_records(inputs, *, text_field, id_field, input_format, html, batch_size=4096) -> list[tuple[str, int]]:
+    """``(file, line)`` of every record of ``inputs`` whose id is the empty string (which an index
+    cannot hold), in reading order: the inputs read again with ``reject_empty_ids`` (the record
+    parser, not the JSONL kernel: slower, so only once a batch was seen to hold one)."""
+    from ..io import ReadStats, read_documents
+
+    found = ReadStats(details=[])
+    for _ in read_documents(
+        list(inputs),
+        text_field=text_field,
+        id_field=id_field,
+        on_error="skip",
+        batch_size=batch_size,
+        stats=found,
+        html=html,
+        input_format=input_format,
+        reject_empty_ids=True,
+    ):
+        pass
+    return [(path, line) for path, line, reason, _ in found.details if reason == "empty id"]

@@ -23,7 +23,7 @@ from ..index.durable import DurableIndex
 from ..io import output_format
 from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
-from .common import EXIT_DATA_ERROR, SETTINGS, make_console
+from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console
 from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, chosen_engine
@@ -343,6 +343,15 @@ def dedup_cmd(
                     raise NeardupError(
                         f"{len(clash):,} kept document(s) have ids the index holds already, such as {clash[0]!r}, "
                         "with other text; nothing was written or added (give new ids, or remove them from the index)"
+                    )
+                if update and "" in against.kept_ids:  # the batch job accepts an empty id, an index cannot
+                    found = empty_id_records(
+                        inputs, text_field=text_field, id_field=id_field, input_format=input_format, html=html
+                    )
+                    where = f"{found[0][0]}:{found[0][1]}" if found else "an input"
+                    raise NeardupError(
+                        f"{where}: a kept document has an empty id, which the index cannot hold; nothing was "
+                        "written or added (give it an id, or use --id-policy line)"
                     )
             progress.stage("writing")
             removed = int(len(keep_mask) - np.count_nonzero(keep_mask))

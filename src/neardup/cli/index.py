@@ -18,7 +18,8 @@ from ..index.durable import DurableIndex
 from ..index.redis_store import shown_path
 from ..io import ReadStats, output_format, read_documents, write_table
 from ..io.paths import INPUT_FORMATS
-from .common import EXIT_DATA_ERROR, SETTINGS, emit_json
+from ..io.policy import empty_id
+from .common import EXIT_DATA_ERROR, SETTINGS, emit_json, empty_id_records
 from .options import MethodCommand, add_method_options, build_config, reject_foreign_options
 
 INDEX_METHODS = ("minhash", "simhash", "exact")
@@ -134,13 +135,16 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
     stats = ReadStats()
     added = empty = 0
     before = lambda: f"{added:,} documents were added before the error" if added else None
-    read = (text_field, id_field, input_format, html, batch_size)
+    read = {"text_field": text_field, "id_field": id_field, "input_format": input_format, "html": html}
     with index_errors(before), DurableIndex.open(path, "a") as index:
         for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
             ids, texts = batch.ids, batch.texts
             if "" in ids:  # a record the batch job accepts, an index cannot hold
                 if on_error == "fail":
-                    _empty_ids(inputs, read, "fail")  # raises the error, with the file and line
+                    found = empty_id_records(inputs, **read)
+                    if found:
+                        raise empty_id(*found[0])
+                    raise NeardupError(f"a record of {', '.join(inputs)} has an empty id, which an index cannot hold")
                 keep = [k for k, doc_id in enumerate(ids) if doc_id]
                 empty += len(ids) - len(keep)
                 ids, texts = [ids[k] for k in keep], [texts[k] for k in keep]
@@ -152,7 +156,7 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
         stats.documents -= empty
         stats.skipped += empty
         stats.reasons["empty id"] += empty
-        named = _empty_ids(inputs, read, "skip")
+        named = [f"{where}:{line}" for where, line in empty_id_records(inputs, **read)]
     if stats.documents == 0:
         click.echo(f"neardup: error: no documents read from {', '.join(inputs)}", err=True)
         sys.exit(EXIT_DATA_ERROR)
@@ -167,27 +171,6 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
 
 
 _NAMED = 10  # records with an empty id named in the warning of `index add --on-error skip`
-
-
-def _empty_ids(inputs, read, on_error: str) -> list[str]:
-    """Read the inputs again, as the first pass did but with an empty id a bad record: with
-    ``fail``, raise the first one's error (its file and line); with ``skip``, each one's
-    ``FILE:LINE``. Only when a batch held an empty id (the slower record parser reads here)."""
-    text_field, id_field, input_format, html, batch_size = read
-    found = ReadStats(details=[])
-    for _ in read_documents(
-        inputs,
-        text_field=text_field,
-        id_field=id_field,
-        on_error=on_error,
-        batch_size=batch_size,
-        stats=found,
-        html=html,
-        input_format=input_format,
-        reject_empty_ids=True,
-    ):
-        pass
-    return [f"{path}:{line}" for path, line, reason, _ in found.details if reason == "empty id"]
 
 
 @index_group.command("query", context_settings=SETTINGS)
