@@ -185,3 +185,54 @@ def test_a_failed_second_open_in_the_writers_process_keeps_sqlites_locks(index_f
         reader.close()
         writer.close()
     neardup.Index.open(link, "a").close()  # and the lock went with the writer
+
+
+def test_a_second_server_through_a_link_or_after_rm_lock_does_not_start(tmp_path):
+    """The issue's case: a second `neardup serve` through a hard link answered 200 to adds that
+    were then lost. Now it does not start (one line, exit 1) while the first serves, and every
+    add the first acknowledged is in the file."""
+    pytest.importorskip("httpx")
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from test_service import AUTH, Server, free_port
+
+    path = tmp_path / "docs.ndx"
+    neardup.Index.create(path, ExactConfig()).close()
+    symlink, hard = tmp_path / "sym.ndx", tmp_path / "hard.ndx"
+    symlink.symlink_to(path.name)
+    first = Server(path)
+    try:
+        for k in range(20):
+            batch = [{"id": f"a{k}-{i}", "text": f"document {k} {i} of the first server"} for i in range(30)]
+            assert first.client.post("/v1/documents", json={"documents": batch}, headers=AUTH).status_code == 200
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "NEARDUP_TOKEN": "x"}
+
+        def second(name) -> str:
+            cmd = [
+                sys.executable,
+                "-m",
+                "neardup",
+                "serve",
+                str(name),
+                "--port",
+                str(free_port()),
+                "--log-level",
+                "warning",
+            ]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+            return proc.stderr
+
+        assert "locked by another writer" in second(symlink)
+        os.unlink(str(path) + ".lock")  # a temp cleaner
+        assert "locked by another writer" in second(symlink)
+        assert "locked by another writer" in second(path)
+        os.link(path, hard)
+        assert "hard.ndx: the index file has 2 hard links" in second(hard)
+        assert "2 hard links" in second(path)
+        os.unlink(hard)
+        batch = [{"id": f"b{i}", "text": f"document {i} after the refusals"} for i in range(30)]
+        assert first.client.post("/v1/documents", json={"documents": batch}, headers=AUTH).status_code == 200
+    finally:
+        assert first.stop() == 0
+    assert _rows(symlink) == 630
