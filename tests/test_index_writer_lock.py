@@ -236,3 +236,28 @@ def test_a_second_server_through_a_link_or_after_rm_lock_does_not_start(tmp_path
     finally:
         assert first.stop() == 0
     assert _rows(symlink) == 630
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_that_lets_go_of_the_store_keeps_the_parents_lock(index_file, clients):
+    """A child made by fork shares the writer's descriptor and its lock; when the child releases
+    the store (as closing it does), the parent must still be the one writer."""
+    from neardup.index import store as store_module
+
+    writer = neardup.Index.open(index_file, "a")
+    try:
+        key = writer._store._file_key
+        pid = os.fork()
+        if pid == 0:  # the child: no SQLite here (its connection belongs to the parent)
+            try:
+                store_module._release(key, writer=True)
+            finally:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+        other = clients()
+        assert other("open", "a", index_file).startswith("error IndexLockedError")
+        writer.add(["x"], ["a text"])
+    finally:
+        writer.close()
+    assert other("open", "a", index_file) == "ok"
+    assert other("count") == "ok 1"

@@ -553,12 +553,15 @@ class _FileUse:
     """This process's use of one index file (one inode): how many stores have it open, whether one
     of them is the writer, and the descriptor that holds the writer lock."""
 
-    __slots__ = ("fd", "users", "writer")
+    __slots__ = ("fd", "pid", "users", "writer")
 
     def __init__(self) -> None:
         self.fd: int | None = None
         self.users = 0
         self.writer = False
+        self.pid = os.getpid()
+        """The process that took the lock: a child made by ``fork`` shares the descriptor's lock
+        and must not release it (the parent still writes)."""
 
 
 _FILES: dict[tuple[int, int], _FileUse] = {}
@@ -586,10 +589,17 @@ def _lock_op(fd: int, kind: int) -> None:
     import fcntl
 
     ofd = getattr(fcntl, "F_OFD_SETLK", None)
-    if ofd is None:  # BSD, macOS: flock is native there, apart from SQLite's fcntl locks
-        fcntl.flock(fd, (fcntl.LOCK_EX | fcntl.LOCK_NB) if kind == fcntl.F_WRLCK else fcntl.LOCK_UN)
-    else:  # Linux: a lock of the open file description on one byte (on NFS flock is a whole-file fcntl lock)
-        fcntl.fcntl(fd, ofd, struct.pack("hhqqi4x", kind, os.SEEK_SET, _WRITER_BYTE, 1, 0))
+    if (
+        ofd is not None
+    ):  # Linux: a lock of the open file description on one byte (on NFS flock is a whole-file fcntl lock)
+        try:
+            fcntl.fcntl(fd, ofd, struct.pack("hhqqi4x", kind, os.SEEK_SET, _WRITER_BYTE, 1, 0))
+            return
+        except OSError as exc:  # a file system without such locks (some FUSE ones): flock, as everywhere else
+            if exc.errno not in (errno.EINVAL, errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+    # BSD, macOS: flock is native there, apart from SQLite's fcntl locks
+    fcntl.flock(fd, (fcntl.LOCK_EX | fcntl.LOCK_NB) if kind == fcntl.F_WRLCK else fcntl.LOCK_UN)
 
 
 def _try_lock(fd: int) -> bool:
@@ -671,9 +681,11 @@ def _release(key: tuple[int, int] | None, *, writer: bool) -> None:
         use.users -= 1
         if writer and use.writer:
             use.writer = False
-            if use.fd is not None:
+            if use.fd is not None and use.pid == os.getpid():
                 with contextlib.suppress(OSError):
                     _lock_op(use.fd, fcntl.F_UNLCK)
+                with contextlib.suppress(OSError):  # and where the lock fell back to flock
+                    fcntl.flock(use.fd, fcntl.LOCK_UN)
         if use.users <= 0:
             del _FILES[key]
             if use.fd is not None:
