@@ -14,12 +14,13 @@ result found on the representatives of the exact pre-pass back to every document
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..core.budget import current_spill
 from ..core.components import choose_kept
 from ..core.documents import DocumentSource
 from ..core.plan import Plan
@@ -55,7 +56,8 @@ class NoProgress:
 class JobResult:
     """What a batch job found, for every document of its input (in input order)."""
 
-    ids: list[str]
+    ids: Sequence[str]
+    """A list, or past the job's memory budget an :class:`~neardup.core.ids.IdColumn`."""
     lengths: np.ndarray
     """int64[n] text length in characters."""
     root: np.ndarray
@@ -72,6 +74,9 @@ class JobResult:
     """The method's counters (candidate pairs checked, ...), summed over stages and workers."""
     timings: dict[str, float]
     """Seconds per stage."""
+    spilled_bytes: int = 0
+    """The most bytes the job had on disk at once past its memory budget (0: it stayed in
+    memory; :mod:`neardup.core.budget`)."""
 
     @property
     def keep_mask(self) -> np.ndarray:
@@ -97,7 +102,7 @@ def finish_job(
     plan: Plan,
     state: dict[str, Any],
     groups: ExactGroups | None,
-    ids: list[str],
+    ids: Sequence[str],
     lengths: np.ndarray,
     keep: Keep,
     want_pairs: bool,
@@ -140,9 +145,26 @@ def finish_job(
     if len(root) != n:
         raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
     kept = choose_kept(root, keep, lengths)
-    docs = np.arange(n, dtype=np.int64)
     if similarity is None:
-        found = plan.similarity(plan.config, state, to_sub(docs), to_sub(kept))
-    else:
-        found = similarity(to_sub(docs), to_sub(kept))
-    return JobResult(ids, lengths, root, kept, np.asarray(found, dtype=np.float64), pairs, empty, counters, timings)
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return plan.similarity(plan.config, state, docs, others)
+
+    spill = current_spill()
+    if spill is None or not spill.spilled:
+        docs = np.arange(n, dtype=np.int64)
+        found = np.asarray(similarity(to_sub(docs), to_sub(kept)), dtype=np.float64)
+    else:  # past the budget: a stretch of documents at a time, into a spilled array
+        if groups is not None:
+            at = np.cumsum(groups.sketch) - 1
+
+            def to_sub(docs: np.ndarray) -> np.ndarray:
+                return at[groups.rep[docs]]
+
+        found = spill.array(n, np.float64)
+        step = max(spill.work // 64, 64)
+        for lo in range(0, n, step):
+            docs = np.arange(lo, min(lo + step, n), dtype=np.int64)
+            found[lo : lo + step] = similarity(to_sub(docs), to_sub(kept[lo : lo + step]))
+            spill.release()
+    return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
