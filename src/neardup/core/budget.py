@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import errno
+import functools
 import mmap
 import os
 import re
@@ -52,6 +54,7 @@ __all__ = [
     "parse_size",
     "resident_bytes",
     "spill_rows",
+    "trim",
     "using",
 ]
 
@@ -130,6 +133,25 @@ def default_memory() -> int:
     return max(available_memory() // 2, 256 * 10**6)
 
 
+@functools.cache
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018 (glibc only)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def trim() -> None:
+    """Hand the C heap's free memory back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere): the arrays a stage freed stay resident in the heap otherwise, and a job past its
+    budget counts on getting them back."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
 def resident_bytes() -> int:
     """This process's resident memory now (``/proc/self/statm``; 0 where there is none)."""
     try:
@@ -150,8 +172,13 @@ class Spill:
     True
     """
 
-    def __init__(self, limit: int | None, tmp_dir: str | os.PathLike | None = None, work: int = 1 << 28) -> None:
+    def __init__(
+        self, limit: int | None, tmp_dir: str | os.PathLike | None = None, work: int = 1 << 28, cap: int | None = None
+    ) -> None:
         self.limit = limit
+        self.cap = cap
+        """The resident memory above which :meth:`relieve` unmaps the spill files' pages (None:
+        it always does)."""
         self.work = work
         """Bytes a stage may take for its working arrays at a time (the candidate stage sorts one
         band's keys in parts of about this size once the job spills)."""
@@ -256,6 +283,13 @@ class Spill:
     def rows(self, row_shape: tuple[int, ...], dtype: Any) -> SpillRows:
         """A :class:`SpillRows` of this budget."""
         return SpillRows(self, row_shape, dtype)
+
+    def relieve(self) -> None:
+        """:meth:`release` when the process's resident memory is above ``cap``: called as often
+        as a stage may have touched ``work`` bytes of spill files (a read of a mapped file maps
+        the pages around it too: 64 KB on Linux by default, however little was read)."""
+        if self._maps and (self.cap is None or resident_bytes() > self.cap):
+            self.release()
 
     def release(self) -> None:
         """Unmap the pages of every spill file that this process touched (they stay in the page

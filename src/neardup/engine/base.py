@@ -162,9 +162,9 @@ def finish_job(
                 return at[groups.rep[docs]]
 
         found = spill.array(n, np.float64)
-        step = max(spill.work // 64, 64)
+        step = max(spill.work // 4096, 64)
         for lo in range(0, n, step):
             docs = np.arange(lo, min(lo + step, n), dtype=np.int64)
             found[lo : lo + step] = similarity(to_sub(docs), to_sub(kept[lo : lo + step]))
-            spill.release()
+            spill.relieve()
     return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)

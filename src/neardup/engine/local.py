@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 
 from ..core.arrays import text_lengths
-from ..core.budget import Spill, current_spill, default_memory, parse_size, resident_bytes, spill_rows, using
+from ..core.budget import (
+    Spill,
+    current_spill,
+    default_memory,
+    parse_size,
+    resident_bytes,
+    spill_rows,
+    trim,
+    using,
+)
 from ..core.documents import DocBatch, DocumentSource
 from ..core.errors import InputChangedError
 from ..core.ids import IdBuffer
@@ -156,10 +165,15 @@ class LocalEngine:
         return f"LocalEngine(workers={self.workers})"
 
     def budget(self) -> Spill:
-        """A new job's budget: ``memory`` less what this process holds already and the work
-        area of the candidate stage (an eighth of the budget)."""
+        """A new job's budget: of ``memory``, an eighth is the working area of a stage (the
+        candidate stage's sorts, the pages of spill files it reads between releases), and the
+        job's arrays may hold what is left after another eighth (for the batches in flight)
+        and what this process holds already; the spill files' pages are released whenever
+        the process's resident memory passes ``memory`` less half the working area."""
         memory = self.memory if self.memory is not None else default_memory()
-        return Spill(max(memory - resident_bytes() - memory // 8, 0), self.tmp_dir, work=max(memory // 8, 4096))
+        work = max(memory // 8, 4096)
+        limit = max(memory - resident_bytes() - 2 * work, 0)
+        return Spill(limit, self.tmp_dir, work=work, cap=memory - work // 2)
 
     def run(
         self,
@@ -208,7 +222,7 @@ class LocalEngine:
                                 reducer.add(part)
                             progress.advance(len(batch))
                             if spill.spilled:  # the pages of the pre-pass table and what was written
-                                spill.release()
+                                spill.relieve()
                         batch = part = None  # the last batch's texts are not kept for the rest of the job
                         if admission is not None:
                             groups = admission.groups()
@@ -235,6 +249,9 @@ class LocalEngine:
                     raise TypeError(f"unknown stage {stage!r}")
                 _add_counters(counters, out.pop("counters", None))
                 state.update(out)
+                out = None
+                if spill.spilled:
+                    trim()
                 timings[stage.name] = timings.get(stage.name, 0.0) + time.perf_counter() - t0
                 if first:
                     raise RuntimeError(f"the {config.name} plan must start with a scan of the input")

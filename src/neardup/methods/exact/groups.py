@@ -307,7 +307,7 @@ def _table(cap: int) -> tuple[np.ndarray, np.ndarray]:
     for lo in range(0, cap, 1 << 20):
         slots[lo : lo + (1 << 20)] = 0
         reps[lo : lo + (1 << 20)] = -1
-    spill.release()
+    spill.relieve()
     return slots, reps
 
 

@@ -131,7 +131,7 @@ def _bands(keys: np.ndarray, candidates: np.ndarray, threads: Threads):
         yield current
 
 
-_PAGE = 4096  # what one random read of a spilled array makes resident, at most
+_FAULT = 1 << 16  # what one random read of a spilled array may make resident (Linux's fault-around)
 
 
 def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
@@ -151,7 +151,7 @@ def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
     for band in range(nbands):
         if parts == 1:
             yield (band, *bucket_members(keys, band, candidates))
-            spill.release()
+            spill.relieve()
             continue
         files = [(spill.rows((), np.uint64), spill.rows((), np.int64)) for _ in range(parts)]
         for lo in range(0, len(candidates), step):
@@ -161,10 +161,11 @@ def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(parts + 1, dtype=np.uint64))
             band_keys, members = band_keys[order], members[order]
-            for p, (k, m) in enumerate(files):
+            for p in np.flatnonzero(np.diff(bounds)).tolist():
+                k, m = files[p]
                 k.append(band_keys[bounds[p] : bounds[p + 1]])
                 m.append(members[bounds[p] : bounds[p + 1]])
-            spill.release()
+            spill.relieve()
         for p in range(parts):
             k, m = files[p]
             files[p] = None
@@ -172,19 +173,19 @@ def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
             radix_sort_with(band_keys, members)
             yield (band, members, *bucket_bounds(band_keys))
             del band_keys, members
-            spill.release()
+            spill.relieve()
 
 
 def _slices(members: np.ndarray, starts: np.ndarray, ends: np.ndarray, spill: Spill):
     """The buckets ``starts``/``ends`` in runs whose members' random reads of spilled arrays
     (signatures, parents) make at most ``spill.work`` bytes resident, released after each run."""
-    most = max(spill.work // (2 * _PAGE), 16)
+    most = max(spill.work // (4 * _FAULT), 16)
     lo = 0
     while lo < len(starts):
         hi = int(np.searchsorted(ends, starts[lo] + most, side="right"))
         hi = max(hi, lo + 1)
         yield starts[lo:hi], ends[lo:hi]
-        spill.release()
+        spill.relieve()
         lo = hi
 
 
@@ -232,7 +233,7 @@ def _find_clusters(
         parent = spill.array(n, np.int64)  # past the budget: the spilled form of each array
         for lo in range(0, n, 1 << 20):
             parent[lo : lo + (1 << 20)] = np.arange(lo, min(lo + (1 << 20), n), dtype=np.int64)
-        spill.release()
+        spill.relieve()
         bands = _spilled_bands(keys, candidates, spill)
     else:
         spill = None
@@ -272,7 +273,7 @@ def _roots_spilled(parent: np.ndarray, spill: Spill) -> np.ndarray:
     """``roots(parent)`` written over ``parent`` itself (the root of a smaller element is final
     when a larger one reads it: roots are the smallest members), so no second array is made."""
     roots_in_place(parent)
-    spill.release()
+    spill.relieve()
     return parent
 
 

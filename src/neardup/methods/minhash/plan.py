@@ -190,7 +190,7 @@ def _band_keys_on(threads, values: np.ndarray, bands: int, rows: int) -> np.ndar
                 lambda a, hi=hi: band_keys(values[a : min(a + part, hi)], bands, rows, out[a : min(a + part, hi)]),
                 range(lo, hi, part),
             )
-            spill.release()
+            spill.relieve()
         return out
     if threads.workers < 2 or n < _BAND_ROWS_MIN:
         return band_keys(values, bands, rows)
