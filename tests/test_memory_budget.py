@@ -66,7 +66,7 @@ def test_sizes_are_read_in_decimal_and_binary_units(text, expected):
 
 @pytest.mark.parametrize("text", ["", "lots", "2XB", "-1GB", "0", "1.2.3G"])
 def test_a_size_that_is_not_one_is_refused_with_what_was_expected(text):
-    with pytest.raises(ValueError, match="size|more than 0"):
+    with pytest.raises(ValueError, match=r"size|more than 0"):
         parse_size(text)
 
 

@@ -149,8 +149,15 @@ def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
     shift = np.uint64(64 - parts.bit_length() + 1)
     step = max(spill.work // (16 * nbands), 64)
     for band in range(nbands):
-        if parts == 1:
-            yield (band, *bucket_members(keys, band, candidates))
+        if parts == 1:  # the band's keys read a stretch at a time (of a spilled keys array: its pages released)
+            band_keys = np.empty(len(candidates), dtype=np.uint64)
+            for lo in range(0, len(candidates), step):
+                band_keys[lo : lo + step] = keys[candidates[lo : lo + step], band]
+                spill.relieve()
+            members = np.array(candidates, dtype=np.int64)
+            radix_sort_with(band_keys, members)
+            yield (band, members, *bucket_bounds(band_keys))
+            del band_keys, members
             spill.relieve()
             continue
         files = [(spill.rows((), np.uint64), spill.rows((), np.int64)) for _ in range(parts)]
