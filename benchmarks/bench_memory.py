@@ -53,7 +53,7 @@ def _size(folder: Path) -> int:
     for base, _, names in os.walk(folder):
         for name in names:
             with contextlib.suppress(OSError):
-                total += os.stat(os.path.join(base, name)).st_blocks * 512
+                total += os.stat(os.path.join(base, name)).st_size  # blocks lag behind (delayed allocation)
     return total
 
 
@@ -92,8 +92,9 @@ def run_job(corpus: Path, out: Path, workers: int, memory: str | None, tmp_dir: 
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit {code}:\n{stderr}")
-    time.sleep(0.2)
-    left = _used(tmp_dir) - before - _size(out)
+    settle = time.monotonic() + 10  # a removed file's blocks may be freed a moment after its last close
+    while (left := _used(tmp_dir) - before - _size(out)) > 64e6 and time.monotonic() < settle:
+        time.sleep(0.2)
     stats = json.loads((out / "stats.json").read_text())
     counts = stats["counts"]
     return {
@@ -107,6 +108,7 @@ def run_job(corpus: Path, out: Path, workers: int, memory: str | None, tmp_dir: 
         "removed": counts["removed"],
         "exact_duplicates": stats["counters"].get("exact_duplicates", 0),
         "kept_sha256": _digest(out / "kept.jsonl"),
+        "seconds": stats["seconds"],
     }
 
 
@@ -136,6 +138,7 @@ def main() -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     print()
     head = ("docs", "--memory", "wall s", "us/doc", "peak RSS MB", "spilled MB", "disk peak MB", "x sig+keys", "same")
+    head += ("read+sketch s", "verify+cluster s", "write s")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     by_size = {}
@@ -148,7 +151,8 @@ def main() -> int:
             print(
                 f"{n:,} | {r['memory'] or 'none'} | {r['wall_s']:.1f} | {1e6 * r['wall_s'] / n:.1f} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['spilled_mb']:,.0f} | {r['disk_peak_mb']:,.0f} | {ratio:.2f} | "
-                f"{'yes' if same else 'NO'}"
+                f"{'yes' if same else 'NO'} | {r['seconds'].get('read + sketch', 0):.1f} | "
+                f"{r['seconds'].get('verify + cluster', 0):.1f} | {r['seconds'].get('write', 0):.1f}"
             )
     leftover = [r for r in rows if r["disk_left_mb"] > 64]
     for r in leftover:

@@ -152,13 +152,26 @@ def trim() -> None:
         libc.malloc_trim(0)
 
 
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_STATM: dict[int, int] = {}  # pid -> a descriptor of its /proc/PID/statm, read again with pread
+
+
+def _statm() -> tuple[int, int]:
+    """(resident bytes, of which pages of files and shared memory) of this process, now."""
+    try:
+        pid = os.getpid()  # a forked child must not read its parent's descriptor
+        if pid not in _STATM:
+            _STATM.clear()
+            _STATM[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        fields = os.pread(_STATM[pid], 256, 0).split()
+        return int(fields[1]) * _PAGE_SIZE, int(fields[2]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+
+
 def resident_bytes() -> int:
     """This process's resident memory now (``/proc/self/statm``; 0 where there is none)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    return _statm()[0]
 
 
 class Spill:
@@ -285,11 +298,18 @@ class Spill:
         return SpillRows(self, row_shape, dtype)
 
     def relieve(self) -> None:
-        """:meth:`release` when the process's resident memory is above ``cap``: called as often
-        as a stage may have touched ``work`` bytes of spill files (a read of a mapped file maps
-        the pages around it too: 64 KB on Linux by default, however little was read)."""
-        if self._maps and (self.cap is None or resident_bytes() > self.cap):
-            self.release()
+        """:meth:`release` when the process's resident memory is above ``cap`` and a good part of
+        it (an eighth of ``work``) is pages of mapped files (releasing only those helps):
+        called as often as a stage may have touched ``work`` bytes of spill files (a read of a
+        mapped file maps the pages around it too, 64 KB on Linux by default, however little was
+        read)."""
+        if not self._maps:
+            return
+        if self.cap is not None:
+            resident, mapped = _statm()
+            if resident <= self.cap or mapped < self.work // 8:
+                return
+        self.release()
 
     def release(self) -> None:
         """Unmap the pages of every spill file that this process touched (they stay in the page

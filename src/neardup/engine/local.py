@@ -167,12 +167,12 @@ class LocalEngine:
     def budget(self) -> Spill:
         """A new job's budget: of ``memory``, an eighth is the working area of a stage (the
         candidate stage's sorts, the pages of spill files it reads between releases), and the
-        job's arrays may hold what is left after another eighth (for the batches in flight)
-        and what this process holds already; the spill files' pages are released whenever
+        job's arrays may hold what is left after two more eighths (the batches in flight, a
+        hash table growing) and what this process holds already; the spill files' pages are released whenever
         the process's resident memory passes ``memory`` less half the working area."""
         memory = self.memory if self.memory is not None else default_memory()
         work = max(memory // 8, 4096)
-        limit = max(memory - resident_bytes() - 2 * work, 0)
+        limit = max(memory - resident_bytes() - 3 * work, 0)
         return Spill(limit, self.tmp_dir, work=work, cap=memory - work // 2)
 
     def run(

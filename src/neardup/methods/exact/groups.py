@@ -283,6 +283,10 @@ class ExactPrepass:
         old_slots, old_reps = self._slots, self._table_reps
         self._slots, self._table_reps = _table(cap)
         rehash_kernel(self._slots, self._table_reps, old_slots, old_reps)
+        del old_slots, old_reps
+        spill = current_spill()
+        if spill is not None:
+            spill.relieve()
 
     def groups(self) -> ExactGroups:
         spill = current_spill()
@@ -307,7 +311,7 @@ def _table(cap: int) -> tuple[np.ndarray, np.ndarray]:
     for lo in range(0, cap, 1 << 20):
         slots[lo : lo + (1 << 20)] = 0
         reps[lo : lo + (1 << 20)] = -1
-    spill.relieve()
+        spill.relieve()
     return slots, reps
 
 
