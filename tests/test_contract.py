@@ -392,3 +392,28 @@ def test_index_query_equals_batch_pairs(config):
     for i, matches in enumerate(answers):
         got = {key: s for key, s in matches if key != i}
         assert got == pytest.approx(neighbours[i]), f"document {i}"
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_a_tiny_memory_budget_gives_the_same_output(config):
+    """A budget of 16 KB: every array that grows with the collection goes to a spill file (and
+    MinHash's candidate stage sorts its bands in parts and verifies its buckets in runs), with
+    the in-memory job's answer."""
+    ids, texts = corpus()
+    for want_pairs in (True, False):
+        for keep in ("first", "longest"):
+            base = LocalEngine(2).run(
+                config.plan(), InMemorySource(texts, ids, batch_size=37), keep=keep, want_pairs=want_pairs
+            )
+            engine = LocalEngine(2, memory="16KB")
+            other = engine.run(
+                config.plan(), InMemorySource(texts, ids, batch_size=37), keep=keep, want_pairs=want_pairs
+            )
+            assert engine.last_spill.spilled, "nothing went to disk"
+            assert not isinstance(other.ids, list) and other.ids == base.ids
+            for name in ("root", "kept", "similarity", "empty", "lengths"):
+                assert np.array_equal(getattr(other, name), getattr(base, name)), f"{name} differs under the budget"
+            assert other.counters == base.counters
+            if want_pairs:
+                for x, y in zip(other.pairs, base.pairs):
+                    assert np.array_equal(x, y), "pairs differ under the budget"

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .core.documents import DocumentSource, InMemorySource
+from .core.ids import id_array, repeated_ids
 from .core.parallel import MAX_WORKERS
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
@@ -89,7 +90,7 @@ class DedupResult:
     def stats(self) -> dict[str, str]:
         """The method's summary lines (label -> text)."""
         lines = dict(self.config.describe(self.counters))
-        repeated = len(self.ids) - len(set(self.ids))
+        repeated = repeated_ids(self.ids)
         if self.read_stats.line_ids:
             lines["ids from FILE:LINE"] = f"{self.read_stats.line_ids:,} (their id was missing or repeated)"
         if repeated:
@@ -106,7 +107,7 @@ class DedupResult:
         sizes = np.bincount(root, minlength=len(root))[root] if len(root) else np.zeros(0, np.int64)
         return pa.table(
             {
-                "id": pa.array(self.ids, pa.string()),
+                "id": id_array(self.ids),
                 "cluster": pa.array(root),
                 "cluster_size": pa.array(sizes.astype(np.int64)),
                 "similarity": pa.array(np.asarray(self.similarity, dtype=np.float64)),
@@ -126,7 +127,7 @@ class DedupResult:
         if self.pairs is None:
             return None
         a, b, sim = (np.asarray(x) for x in self.pairs)
-        ids = pa.array(self.ids, pa.string())
+        ids = id_array(self.ids)
         return pa.table(
             {
                 "a": pa.array(a.astype(np.int64)),
@@ -189,6 +190,8 @@ def dedup(
     want_pairs: bool = False,
     record_skipped: bool = False,
     engine: Engine | None = None,
+    memory: int | str | None = None,
+    tmp_dir: str | None = None,
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
     read_stats: ReadStats | None = None,
@@ -203,10 +206,11 @@ def dedup(
 
     ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
     of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
-    with ``workers`` threads, every core when None); ``html`` strips markup from the text field
-    (``main_content``: keep each page's main block). ``paths`` may hold files, folders of shards,
-    globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
-    (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
+    with ``workers`` threads, every core when None, and a budget of ``memory`` bytes or a size such
+    as ``"2GB"``, past which it spills to ``tmp_dir``: :mod:`neardup.core.budget`); ``html``
+    strips markup from the text field (``main_content``: keep each page's main block). ``paths``
+    may hold files, folders of shards, globs, ``-`` and fsspec URLs; ``input_format`` overrides
+    their extensions (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
     ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
     the files fills as it reads (bytes read, documents, skips), for a progress display.
 
@@ -231,6 +235,8 @@ def dedup(
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
         raise conflict("give either engine or workers (the engine has its own workers)")
+    if engine is not None and (memory is not None or tmp_dir is not None):
+        raise conflict("give either engine or memory/tmp_dir (the engine has its own budget)")
     id_policy = check("id_policy", id_policy, Choice(("field", "line")))
     if id_policy == "line" and id_field is None:
         raise conflict("id_policy='line' needs an id_field")
@@ -243,12 +249,12 @@ def dedup(
             raise conflict("html/main_content apply to input files, not to in-memory data")
         texts, ids = texts_and_ids(paths, text_field, id_field)
         read_stats.documents = len(texts)
-        engine = engine or LocalEngine(workers or default_workers())
+        engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
         job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
         return DedupResult(method, job, read_stats, mem)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
-    engine = engine or LocalEngine(workers or default_workers())
+    engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
     job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
     return DedupResult(method, job, read_stats, source)

@@ -50,6 +50,15 @@ def roots(parent):
 
 
 @nb.njit(cache=True, nogil=True)
+def roots_in_place(parent):
+    """:func:`roots` written over ``parent``: every element's parent is smaller than it or
+    itself (union by minimum, path halving), so in increasing order a parent's entry is already
+    its root when an element reads it."""
+    for i in range(parent.shape[0]):
+        parent[i] = parent[parent[i]]
+
+
+@nb.njit(cache=True, nogil=True)
 def root_edges(parent):
     """Edges (root, x) from every element x not a root to its component's root (root < x: the
     smallest member is the root): a spanning forest of the components, one edge a join."""

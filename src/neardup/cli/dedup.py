@@ -26,7 +26,7 @@ from ..io.policy import ReadStats
 from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console
 from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
-from .engine_options import add_engine_options, chosen_engine
+from .engine_options import add_engine_options, add_memory_options, chosen_engine
 from .groups import option
 from .options import (
     MethodCommand,
@@ -212,6 +212,7 @@ def _check_output_path(ctx, param, value):
     help="Do not refuse to start when the free space looks too small for the outputs.",
 )
 @add_engine_options
+@add_memory_options
 @config_option
 @click.option(
     "-q", "--quiet", is_flag=True, help="No progress bars and no summary (errors, and a warning on skips, remain)."
@@ -242,6 +243,8 @@ def dedup_cmd(
     engine,
     scheduler,
     partitions,
+    memory,
+    tmp_dir,
     against_path,
     update,
     allow_empty,
@@ -285,6 +288,8 @@ def dedup_cmd(
         raise click.UsageError("--skipped needs --on-error skip (with fail, the first bad record stops the run)")
     if id_policy != "field" and id_field is None:
         raise click.UsageError("--id-policy needs --id-field")
+    if engine != "local" and (memory is not None or tmp_dir is not None):
+        raise click.UsageError("--memory and --tmp-dir are the local engine's budget; Dask's workers keep to Dask's")
     outs = Outputs(output, clusters_path, pairs_path, removed_path, skipped_path, stats_path, annotate, annotate_prefix)
     check_output_paths(list(inputs) + ([against_path] if against_path else []), outs.named())
     try:
@@ -315,6 +320,8 @@ def dedup_cmd(
                 keep=keep,
                 workers=workers if job_engine is None else None,
                 engine=job_engine,
+                memory=memory if job_engine is None else None,
+                tmp_dir=tmp_dir if job_engine is None else None,
                 batch_size=batch_size,
                 text_field=text_field,
                 id_field=id_field,
@@ -367,6 +374,7 @@ def dedup_cmd(
                 "batch_size": batch_size,
                 "workers": workers,
                 "engine": engine,
+                "memory": memory,
                 "against": against_path,
                 "update": update,
             }

@@ -19,6 +19,7 @@ import orjson
 
 from .. import __version__
 from ..api import DedupResult
+from ..core.ids import id_array, repeated_ids
 from ..incremental import AgainstResult
 from ..io import write_kept, write_table
 from ..io.dask_write import file_partitions, part_name, write_partitions
@@ -68,11 +69,13 @@ class ReadOptions:
     """Threads that copy the kept JSON Lines (the job's own workers)."""
 
 
-def cluster_columns(result: DedupResult, against: AgainstResult | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per document: its cluster's kept document id (with ``--against``, the index's document for
-    a removed cluster) and its similarity to it."""
-    ids = np.asarray(result.ids, dtype=object)
-    cluster, similarity = ids[result.kept], np.asarray(result.similarity, dtype=np.float64)
+def cluster_columns(result: DedupResult, against: AgainstResult | None) -> tuple[Any, np.ndarray]:
+    """Per document: its cluster's kept document id (an Arrow array; with ``--against``, a NumPy
+    one holding the index's document for a removed cluster) and its similarity to it."""
+    similarity = np.asarray(result.similarity, dtype=np.float64)
+    if against is None:
+        return id_array(result.ids).take(result.kept), similarity
+    cluster = np.asarray(result.ids, dtype=object)[result.kept]
     if against is not None:
         hit = ~np.isnan(against.match_similarity)
         cluster = np.where(hit, np.asarray(against.match_id, dtype=object), cluster)
@@ -85,6 +88,8 @@ def annotation(result: DedupResult, keep_mask: np.ndarray, against, prefix: str)
     ``cluster_size`` (documents in the cluster, 1 alone), ``similarity`` (to the kept document)
     and ``kept``; each name with ``prefix`` before it."""
     cluster, similarity = cluster_columns(result, against)
+    if not isinstance(cluster, np.ndarray):
+        cluster = cluster.to_numpy(zero_copy_only=False)
     root = np.asarray(result.root, dtype=np.int64)
     sizes = np.bincount(root, minlength=len(root))[root] if len(root) else np.zeros(0, np.int64)
     values = [cluster, sizes.astype(np.int64), similarity, np.asarray(keep_mask, dtype=bool)]
@@ -139,12 +144,13 @@ def _write_all(
             _kept(result, ~np.asarray(keep_mask, dtype=bool), outs.removed, read, None, outputs)
         if outs.clusters:
             cluster, similarity = cluster_columns(result, against)
-            ids = np.asarray(result.ids, dtype=object)
-            write_table({"id": ids, "cluster": cluster, "similarity": similarity}, outs.clusters, outputs)
+            write_table(
+                {"id": id_array(result.ids), "cluster": cluster, "similarity": similarity}, outs.clusters, outputs
+            )
         if outs.pairs:
-            ids = np.asarray(result.ids, dtype=object)
+            ids = id_array(result.ids)
             a, b, sim = result.pairs
-            write_table({"id_a": ids[a], "id_b": ids[b], "similarity": sim}, outs.pairs, outputs)
+            write_table({"id_a": ids.take(a), "id_b": ids.take(b), "similarity": sim}, outs.pairs, outputs)
         if outs.skipped:
             write_skipped(result.read_stats.details or [], outs.skipped, outputs)
         result.timings["write"] = time.perf_counter() - t0
@@ -281,8 +287,9 @@ def stats_document(
         "kept": result.n_documents - removed,
         "files": rs.files,
         "bytes_read": rs.bytes_read,
-        "repeated_ids": len(result.ids) - len(set(result.ids)),
+        "repeated_ids": repeated_ids(result.ids),
         "ids_from_file_line": rs.line_ids,
+        "spilled_bytes": result.job.spilled_bytes,
     }
     if against is not None:
         counts["removed_by_index"] = against.n_removed_by_index

@@ -18,7 +18,50 @@ import click
 from ..core.errors import NeardupError
 from .groups import option
 
-__all__ = ["add_engine_options", "chosen_engine"]
+__all__ = ["MEMORY", "add_engine_options", "add_memory_options", "chosen_engine"]
+
+
+class _Size(click.ParamType):
+    """A size in bytes: ``2GB``, ``512MiB``, ``800000000``."""
+
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        from ..core.budget import parse_size
+
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+MEMORY = _Size()
+
+
+def add_memory_options(command: Callable) -> Callable:
+    """Decorate a click command with ``--memory`` and ``--tmp-dir`` (the local engine's budget)."""
+    options = [
+        option(
+            "--memory",
+            group="Engine",
+            type=MEMORY,
+            default=None,
+            help="Memory budget of the job (2GB, 512MiB); past it, what grows with the collection goes to "
+            "unnamed files under --tmp-dir, with the same result [default: half the available memory].",
+        ),
+        option(
+            "--tmp-dir",
+            group="Engine",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Folder for what goes past --memory [default: the system's temporary folder].",
+        ),
+    ]
+    for decorate in reversed(options):
+        command = decorate(command)
+    return command
 
 
 def add_engine_options(command: Callable) -> Callable:

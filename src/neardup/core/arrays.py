@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -87,9 +88,10 @@ def text_lengths(texts: Sequence[str]) -> np.ndarray:
 class RowBuffer:
     """Rows appended batch after batch into one array, without a final concatenation.
 
-    The array grows by ``ndarray.resize``, which reallocates in place where it can (``mremap``
-    for large arrays on Linux), and capacity that was never written costs no resident memory;
-    so the peak is about the final array, not twice it.
+    The rows live in an anonymous memory map that grows by ``mremap`` (``mmap.resize``): the
+    pages written move to the larger mapping without a copy, and capacity never written costs
+    no resident memory, so the peak is the final array, not twice it. (``ndarray.resize``,
+    used before, fills the new capacity with zeros: every doubling made all of it resident.)
 
     >>> buf = RowBuffer((2,), np.int64)
     >>> buf.append(np.ones((3, 2), dtype=np.int64)); buf.finish().shape
@@ -97,8 +99,23 @@ class RowBuffer:
     """
 
     def __init__(self, row_shape: tuple[int, ...], dtype) -> None:
-        self._array = np.empty((1024,) + tuple(row_shape), dtype=dtype)
+        self._row_shape = tuple(row_shape)
+        self._dtype = np.dtype(dtype)
+        self._row_bytes = int(np.prod(self._row_shape, dtype=np.int64)) * self._dtype.itemsize
+        self._map: mmap.mmap | None = None
+        self._array = self._grow(1024)
         self._n = 0
+
+    def _grow(self, rows: int) -> np.ndarray:
+        """A view of ``rows`` rows of the mapping, grown (or made) to hold them."""
+        size = max(rows * self._row_bytes, 1)
+        self._array = None  # no view of the mapping may exist while it is resized
+        if self._map is None:
+            self._map = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        else:
+            self._map.resize(size)
+        flat = np.frombuffer(self._map, dtype=self._dtype, count=rows * self._row_bytes // self._dtype.itemsize)
+        return flat.reshape((rows,) + self._row_shape)
 
     def __len__(self) -> int:
         return self._n
@@ -106,24 +123,27 @@ class RowBuffer:
     def append(self, rows: np.ndarray) -> None:
         need = self._n + len(rows)
         if need > len(self._array):
-            self._array.resize((max(need, 2 * len(self._array)),) + self._array.shape[1:], refcheck=False)
+            self._array = self._grow(max(need, 2 * len(self._array)))
         self._array[self._n : need] = rows
         self._n = need
 
     def finish(self) -> np.ndarray:
         """The rows appended so far, as one array (the buffer must not be used afterwards)."""
-        self._array.resize((self._n,) + self._array.shape[1:], refcheck=False)
-        return self._array
+        if self._n == 0 or self._row_bytes == 0:
+            out = np.empty((self._n,) + self._row_shape, dtype=self._dtype)
+        else:
+            out = self._grow(self._n)
+        self._array = self._map = None
+        return out
 
     def __getstate__(self) -> dict[str, np.ndarray]:
         """Pickled: the rows appended, not the capacity behind them."""
         return {"rows": self._array[: self._n]}
 
     def __setstate__(self, state: dict[str, np.ndarray]) -> None:
-        # an unpickled array does not own its memory (it is a view of the message), and
-        # ``resize`` needs an array that does: take a copy
-        self._array = np.array(state["rows"], copy=True)
-        self._n = len(self._array)
+        rows = state["rows"]
+        self.__init__(rows.shape[1:], rows.dtype)
+        self.append(rows)
 
 
 class CsrParts:

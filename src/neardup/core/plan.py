@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .arrays import RowBuffer
+from .budget import spill_rows
 from .parallel import Threads
 
 __all__ = ["GroupBy", "Plan", "Prepass", "Recheck", "Reducer", "Rows", "Scan", "Sharded", "StageContext", "Step"]
@@ -236,11 +236,12 @@ class Rows:
 
     ``columns`` gives each column's row shape and dtype, so that an empty input still has
     correctly shaped columns. Rows are appended into :class:`~neardup.core.arrays.RowBuffer`s,
-    so the peak memory is about the final arrays, not twice them.
+    so the peak memory is about the final arrays, not twice them; under a job's memory budget
+    (:mod:`neardup.core.budget`) a column that outgrows it goes to a spill file.
     """
 
     def __init__(self, columns: dict[str, tuple[tuple[int, ...], Any]], counters: tuple[str, ...] = ()) -> None:
-        self._buffers = {name: RowBuffer(shape, dtype) for name, (shape, dtype) in columns.items()}
+        self._buffers = {name: spill_rows(shape, dtype) for name, (shape, dtype) in columns.items()}
         self._counters = dict.fromkeys(counters, 0)
 
     def add(self, part: dict[str, Any]) -> None:

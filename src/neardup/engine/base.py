@@ -14,12 +14,13 @@ result found on the representatives of the exact pre-pass back to every document
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from ..core.budget import current_spill
 from ..core.components import choose_kept
 from ..core.documents import DocumentSource
 from ..core.plan import Plan
@@ -55,7 +56,8 @@ class NoProgress:
 class JobResult:
     """What a batch job found, for every document of its input (in input order)."""
 
-    ids: list[str]
+    ids: Sequence[str]
+    """A list, or past the job's memory budget an :class:`~neardup.core.ids.IdColumn`."""
     lengths: np.ndarray
     """int64[n] text length in characters."""
     root: np.ndarray
@@ -72,6 +74,9 @@ class JobResult:
     """The method's counters (candidate pairs checked, ...), summed over stages and workers."""
     timings: dict[str, float]
     """Seconds per stage."""
+    spilled_bytes: int = 0
+    """The most bytes the job had on disk at once past its memory budget (0: it stayed in
+    memory; :mod:`neardup.core.budget`)."""
 
     @property
     def keep_mask(self) -> np.ndarray:
@@ -97,7 +102,7 @@ def finish_job(
     plan: Plan,
     state: dict[str, Any],
     groups: ExactGroups | None,
-    ids: list[str],
+    ids: Sequence[str],
     lengths: np.ndarray,
     keep: Keep,
     want_pairs: bool,
@@ -126,6 +131,12 @@ def finish_job(
     sub_empty = np.asarray(state["empty"], dtype=bool)
     sub_pairs = state.get("pairs") if want_pairs else None
     n = len(ids)
+    spill = current_spill()
+    if spill is not None and spill.spilled:
+        pairs = (
+            sub_pairs if groups is None or sub_pairs is None else groups.expand_pairs(*sub_pairs, sub_empty=sub_empty)
+        )
+        return _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, timings, similarity, spill)
     if groups is None:
         root, empty, pairs = sub_root, sub_empty, sub_pairs
 
@@ -140,9 +151,69 @@ def finish_job(
     if len(root) != n:
         raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
     kept = choose_kept(root, keep, lengths)
-    docs = np.arange(n, dtype=np.int64)
     if similarity is None:
-        found = plan.similarity(plan.config, state, to_sub(docs), to_sub(kept))
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return plan.similarity(plan.config, state, docs, others)
+
+    docs = np.arange(n, dtype=np.int64)
+    found = np.asarray(similarity(to_sub(docs), to_sub(kept)), dtype=np.float64)
+    return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
+
+
+def _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, timings, similarity, spill) -> JobResult:
+    """:func:`finish_job` past the memory budget (``pairs`` already spread): the same arrays,
+    made a stretch of documents at a time into arrays of the budget, with no temporary over
+    every document. With the pre-pass, ``at[d]`` is the representative's
+    position among the representatives (what ``ExactGroups.to_sketched`` gives), filled in
+    document order: a document's representative comes first, so its entry is there when read."""
+    sub_root = np.asarray(state["root"], dtype=np.int64)
+    sub_empty = np.asarray(state["empty"], dtype=bool)
+    n = len(ids)
+    step = max(spill.work // 64, 64)
+    if groups is None:
+        root, empty, at = sub_root, sub_empty, None
     else:
-        found = similarity(to_sub(docs), to_sub(kept))
-    return JobResult(ids, lengths, root, kept, np.asarray(found, dtype=np.float64), pairs, empty, counters, timings)
+        rep = groups.rep
+        at, root, empty = spill.array(n, np.int64), spill.array(n, np.int64), spill.array(n, bool)
+        index = spill.array(len(sub_root), np.int64)  # the representatives, in order
+        count = 0
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            docs = np.arange(lo, hi, dtype=np.int64)
+            first = rep[lo:hi] == docs
+            position = np.cumsum(first) - 1 + count
+            index[position[first]] = docs[first]
+            count += int(np.count_nonzero(first))
+            chunk = at[lo:hi]
+            chunk[first] = position[first]
+            chunk[~first] = at[rep[lo:hi][~first]]
+            e = sub_empty[chunk]
+            empty[lo:hi] = e
+            root[lo:hi] = np.where(e, docs, index[sub_root[chunk]])
+            spill.relieve()
+        if count != len(sub_root):
+            raise RuntimeError(f"the {plan.config.name} plan gave {len(sub_root)} roots for {count} representatives")
+    if len(root) != n:
+        raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
+    if keep == "first":
+        kept = spill.array(n, np.int64)
+        for lo in range(0, n, step):
+            kept[lo : lo + step] = root[lo : lo + step]
+    else:
+        kept = choose_kept(root, keep, lengths)
+    if similarity is None:
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return plan.similarity(plan.config, state, docs, others)
+
+    found = spill.array(n, np.float64)
+    step = max(spill.work // 4096, 64)
+    for lo in range(0, n, step):
+        docs = np.arange(lo, min(lo + step, n), dtype=np.int64)
+        others = kept[lo : lo + step]
+        if at is not None:
+            docs, others = at[docs], at[others]
+        found[lo : lo + step] = similarity(docs, others)
+        spill.relieve()
+    return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)

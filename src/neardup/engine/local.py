@@ -19,14 +19,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..core.arrays import RowBuffer, text_lengths
+from ..core.arrays import text_lengths
+from ..core.budget import (
+    Spill,
+    current_spill,
+    default_memory,
+    parse_size,
+    resident_bytes,
+    spill_rows,
+    trim,
+    using,
+)
 from ..core.documents import DocBatch, DocumentSource
 from ..core.errors import InputChangedError
+from ..core.ids import IdBuffer
 from ..core.parallel import MAX_WORKERS, Threads
 from ..core.plan import GroupBy, Plan, Prepass, Scan, StageContext, Step
 from ..core.validation import check_int
@@ -127,6 +139,11 @@ class _Counted:
 class LocalEngine:
     """Runs plans on this machine with ``workers`` threads (see the module docs).
 
+    ``memory``: the job's memory budget in bytes or as a size (``"2GB"``; default: half the
+    memory available when the job starts); what grows with the collection past it goes to
+    spill files under ``tmp_dir`` (default: the system's temporary folder), with the same
+    result (:mod:`neardup.core.budget`).
+
     >>> from neardup.core.documents import InMemorySource
     >>> from neardup.methods.exact.config import ExactConfig
     >>> texts = ["the same text", "The  same text", "another one"]
@@ -134,11 +151,29 @@ class LocalEngine:
     [0, 0, 2]
     """
 
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, *, memory: int | str | None = None, tmp_dir: str | None = None) -> None:
         self.workers = check_int("workers", workers, 1, MAX_WORKERS)
+        try:
+            self.memory = None if memory is None else parse_size(memory)
+        except ValueError as exc:
+            raise ValueError(f"memory: {exc}") from None
+        self.tmp_dir = tmp_dir
+        self.last_spill: Spill | None = None
+        """The budget of the last job run (how much it spilled: ``disk_bytes``)."""
 
     def __repr__(self) -> str:
         return f"LocalEngine(workers={self.workers})"
+
+    def budget(self) -> Spill:
+        """A new job's budget: of ``memory``, an eighth is the working area of a stage (the
+        candidate stage's sorts, the pages of spill files it reads between releases), and the
+        job's arrays may hold what is left after two more eighths (the batches in flight, a
+        hash table growing) and what this process holds already; the spill files' pages are released whenever
+        the process's resident memory passes ``memory`` less half the working area."""
+        memory = self.memory if self.memory is not None else default_memory()
+        work = max(memory // 8, 4096)
+        limit = max(memory - resident_bytes() - 3 * work, 0)
+        return Spill(limit, self.tmp_dir, work=work, cap=memory - work // 2)
 
     def run(
         self,
@@ -150,15 +185,22 @@ class LocalEngine:
         progress: Progress | None = None,
     ) -> JobResult:
         """Run ``plan`` over ``source``; see :class:`~neardup.engine.base.Engine`."""
+        spill = self.last_spill = self.budget()
+        with using(spill):
+            result = self._run(plan, source, keep, want_pairs, progress)
+        return replace(result, spilled_bytes=spill.disk_peak) if spill.spilled else result
+
+    def _run(self, plan: Plan, source: DocumentSource, keep: Keep, want_pairs: bool, progress) -> JobResult:
         progress = progress or NoProgress()
+        spill = current_spill()
         config = plan.config
         if plan.utf8_texts and hasattr(source, "with_utf8_texts"):
             source = source.with_utf8_texts()  # a huge text is read as its UTF-8 bytes, no str
         state: dict[str, Any] = {}
         counters: dict[str, float] = {}
         timings: dict[str, float] = {}
-        ids: list[str] = []
-        lengths = RowBuffer((), np.int64)
+        ids = IdBuffer()
+        lengths = spill_rows((), np.int64)
         groups = None
         first = True
         with Threads(self.workers) as threads:
@@ -179,6 +221,8 @@ class LocalEngine:
                             if part is not None:
                                 reducer.add(part)
                             progress.advance(len(batch))
+                            if spill.spilled:  # the pages of the pre-pass table and what was written
+                                spill.relieve()
                         batch = part = None  # the last batch's texts are not kept for the rest of the job
                         if admission is not None:
                             groups = admission.groups()
@@ -205,10 +249,13 @@ class LocalEngine:
                     raise TypeError(f"unknown stage {stage!r}")
                 _add_counters(counters, out.pop("counters", None))
                 state.update(out)
+                out = None
+                if spill.spilled:
+                    trim()
                 timings[stage.name] = timings.get(stage.name, 0.0) + time.perf_counter() - t0
                 if first:
                     raise RuntimeError(f"the {config.name} plan must start with a scan of the input")
-        return finish_job(plan, state, groups, ids, lengths.finish(), keep, want_pairs, counters, timings)
+        return finish_job(plan, state, groups, ids.finish(), lengths.finish(), keep, want_pairs, counters, timings)
 
     def group_by(self, stage: GroupBy, config: Any, ctx: StageContext, inputs: list[Any]) -> dict[str, Any]:
         """The candidate stage: the method's fast path on this machine."""

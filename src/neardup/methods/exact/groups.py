@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._kernels.exact import admit_kernel, cross, pairs_within, rehash_kernel
+from ...core.budget import current_spill
 from .keys import nonempty
 
 
@@ -251,8 +252,7 @@ class ExactPrepass:
     """
 
     def __init__(self) -> None:
-        self._slots = np.zeros((1024, 2), dtype=np.uint64)
-        self._table_reps = np.full(1024, -1, dtype=np.int64)
+        self._slots, self._table_reps = _table(1024)
         self._distinct = 0
         self._reps: list[np.ndarray] = []
         self._n = 0
@@ -268,7 +268,8 @@ class ExactPrepass:
         self._reserve(self._distinct + m)
         rep = np.empty(m, dtype=np.int64)
         self._distinct += admit_kernel(self._slots, self._table_reps, keys, valid, start, rep)
-        self._reps.append(rep)
+        spill = current_spill()
+        self._reps.append(rep if spill is None else spill.held_array(rep))
         self._n += m
         return rep == np.arange(start, start + m)
 
@@ -280,12 +281,38 @@ class ExactPrepass:
         while 2 * distinct > cap:
             cap *= 2
         old_slots, old_reps = self._slots, self._table_reps
-        self._slots = np.zeros((cap, 2), dtype=np.uint64)
-        self._table_reps = np.full(cap, -1, dtype=np.int64)
+        self._slots, self._table_reps = _table(cap)
         rehash_kernel(self._slots, self._table_reps, old_slots, old_reps)
+        del old_slots, old_reps
+        spill = current_spill()
+        if spill is not None:
+            spill.relieve()
 
     def groups(self) -> ExactGroups:
-        return ExactGroups(np.concatenate(self._reps) if self._reps else np.empty(0, dtype=np.int64))
+        spill = current_spill()
+        if spill is None:
+            return ExactGroups(np.concatenate(self._reps) if self._reps else np.empty(0, dtype=np.int64))
+        rep = spill.array(self._n, np.int64)
+        at = 0
+        for part in self._reps:
+            rep[at : at + len(part)] = part
+            at += len(part)
+        self._reps = []
+        return ExactGroups(rep)
+
+
+def _table(cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """An empty hash table of ``cap`` slots, under the job's memory budget when there is one (a
+    table past it is a spill file, whose pages the engine releases between batches)."""
+    spill = current_spill()
+    if spill is None:
+        return np.zeros((cap, 2), dtype=np.uint64), np.full(cap, -1, dtype=np.int64)
+    slots, reps = spill.array((cap, 2), np.uint64), spill.array(cap, np.int64)
+    for lo in range(0, cap, 1 << 20):
+        slots[lo : lo + (1 << 20)] = 0
+        reps[lo : lo + (1 << 20)] = -1
+        spill.relieve()
+    return slots, reps
 
 
 def group_counters(root: np.ndarray) -> dict[str, int]:

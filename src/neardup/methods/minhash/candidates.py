@@ -37,7 +37,8 @@ from ..._kernels.candidates import (
     verify_group,
 )
 from ..._kernels.sorting import radix_sort_with
-from ..._kernels.unionfind import roots
+from ..._kernels.unionfind import roots, roots_in_place
+from ...core.budget import Spill, current_spill
 from ...core.components import new_forest
 from ...core.parallel import Threads, as_threads
 
@@ -130,6 +131,71 @@ def _bands(keys: np.ndarray, candidates: np.ndarray, threads: Threads):
         yield current
 
 
+_FAULT = 1 << 16  # what one random read of a spilled array may make resident (Linux's fault-around)
+
+
+def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
+    """``(band, members, starts, ends)`` of every band in order, as :func:`_bands`, in the
+    working memory of a job past its budget: a band whose sort would not fit in ``spill.work``
+    is cut by the top bits of its keys into parts that do, written to spill files in one pass
+    over the band (an external bucket sort) and sorted one part after the other. Equal keys
+    fall in one part and the parts are taken in key order, so the buckets and their order are
+    those of one sort of the whole band."""
+    nbands = keys.shape[1]
+    need = 32 * len(candidates)  # the band's keys and members, and the sort's buffers for both
+    parts = 1
+    while parts < 128 and need > parts * spill.work:
+        parts *= 2
+    shift = np.uint64(64 - parts.bit_length() + 1)
+    step = max(spill.work // (16 * nbands), 64)
+    for band in range(nbands):
+        if parts == 1:  # the band's keys read a stretch at a time (of a spilled keys array: its pages released)
+            band_keys = np.empty(len(candidates), dtype=np.uint64)
+            for lo in range(0, len(candidates), step):
+                band_keys[lo : lo + step] = keys[candidates[lo : lo + step], band]
+                spill.relieve()
+            members = np.array(candidates, dtype=np.int64)
+            radix_sort_with(band_keys, members)
+            yield (band, members, *bucket_bounds(band_keys))
+            del band_keys, members
+            spill.relieve()
+            continue
+        files = [(spill.rows((), np.uint64), spill.rows((), np.int64)) for _ in range(parts)]
+        for lo in range(0, len(candidates), step):
+            members = np.asarray(candidates[lo : lo + step], dtype=np.int64)
+            band_keys = keys[members, band]
+            part = band_keys >> shift
+            order = np.argsort(part, kind="stable")
+            bounds = np.searchsorted(part[order], np.arange(parts + 1, dtype=np.uint64))
+            band_keys, members = band_keys[order], members[order]
+            for p in np.flatnonzero(np.diff(bounds)).tolist():
+                k, m = files[p]
+                k.append(band_keys[bounds[p] : bounds[p + 1]])
+                m.append(members[bounds[p] : bounds[p + 1]])
+            spill.relieve()
+        for p in range(parts):
+            k, m = files[p]
+            files[p] = None
+            band_keys, members = np.array(k.finish()), np.array(m.finish())
+            radix_sort_with(band_keys, members)
+            yield (band, members, *bucket_bounds(band_keys))
+            del band_keys, members
+            spill.relieve()
+
+
+def _slices(members: np.ndarray, starts: np.ndarray, ends: np.ndarray, spill: Spill):
+    """The buckets ``starts``/``ends`` in runs whose members' random reads of spilled arrays
+    (signatures, parents) make at most ``spill.work`` bytes resident, released after each run."""
+    most = max(spill.work // (4 * _FAULT), 16)
+    lo = 0
+    while lo < len(starts):
+        hi = int(np.searchsorted(ends, starts[lo] + most, side="right"))
+        hi = max(hi, lo + 1)
+        yield starts[lo:hi], ends[lo:hi]
+        spill.relieve()
+        lo = hi
+
+
 def in_buckets(keys: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """bool mask over all documents: in a bucket of two or more in some band."""
     mask = np.zeros(keys.shape[0], dtype=bool)
@@ -169,24 +235,36 @@ def _find_clusters(
     keys: np.ndarray, candidates: np.ndarray, verifier: Verifier, want_pairs: bool, threads: Threads
 ) -> ClusterResult:
     n = keys.shape[0]
-    parent = new_forest(n)
+    spill = current_spill()
+    if spill is not None and (spill.spilled or not spill.fits(8 * n)):
+        parent = spill.array(n, np.int64)  # past the budget: the spilled form of each array
+        for lo in range(0, n, 1 << 20):
+            parent[lo : lo + (1 << 20)] = np.arange(lo, min(lo + (1 << 20), n), dtype=np.int64)
+        spill.relieve()
+        bands = _spilled_bands(keys, candidates, spill)
+    else:
+        spill = None
+        parent = new_forest(n)
+        bands = ((band, *found) for band, found in enumerate(_bands(keys, candidates, threads)))
     candidates = np.asarray(candidates, dtype=np.int64)
     checked = verified = buckets = 0
     pa = np.empty(0, dtype=np.int64)
     pb = np.empty(0, dtype=np.int64)
     ps = np.empty(0, dtype=np.float64)
     npairs = 0
-    for band, (members, starts, ends) in enumerate(_bands(keys, candidates, threads)):
-        buckets += len(starts)
-        if want_pairs:
-            pa, pb, ps, npairs, c = pairs_band(
-                band, keys, members, starts, ends, parent, pa, pb, ps, npairs, *verifier.args()
-            )
-            checked += c
-        else:
-            c, v = connect_band(members, starts, ends, parent, *verifier.args())
-            checked += c
-            verified += v
+    for band, members, all_starts, all_ends in bands:
+        buckets += len(all_starts)
+        runs = [(all_starts, all_ends)] if spill is None else _slices(members, all_starts, all_ends, spill)
+        for starts, ends in runs:
+            if want_pairs:
+                pa, pb, ps, npairs, c = pairs_band(
+                    band, keys, members, starts, ends, parent, pa, pb, ps, npairs, *verifier.args()
+                )
+                checked += c
+            else:
+                c, v = connect_band(members, starts, ends, parent, *verifier.args())
+                checked += c
+                verified += v
     if want_pairs:
         order = np.lexsort((pb[:npairs], pa[:npairs]))
         pa, pb, ps = pa[:npairs][order], pb[:npairs][order], ps[:npairs][order]
@@ -194,7 +272,16 @@ def _find_clusters(
         result_pairs = (pa, pb, ps)
     else:
         result_pairs = (None, None, None)
-    return ClusterResult(roots(parent), *result_pairs, CandidateStats(buckets, checked, verified))
+    root = roots(parent) if spill is None else _roots_spilled(parent, spill)
+    return ClusterResult(root, *result_pairs, CandidateStats(buckets, checked, verified))
+
+
+def _roots_spilled(parent: np.ndarray, spill: Spill) -> np.ndarray:
+    """``roots(parent)`` written over ``parent`` itself (the root of a smaller element is final
+    when a larger one reads it: roots are the smallest members), so no second array is made."""
+    roots_in_place(parent)
+    spill.relieve()
+    return parent
 
 
 def similarity_to(docs: np.ndarray, others: np.ndarray, verifier: Verifier) -> np.ndarray:

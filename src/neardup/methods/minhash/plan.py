@@ -28,6 +28,7 @@ from ..._kernels.exact import lowered_keys_kernel
 from ..._kernels.minhash import LONG_DOC, WINDOW, shingle_set_long_doc
 from ..._kernels.shingles import lower_ascii_inplace, unique_rows
 from ...core.arrays import CsrParts, concat_consuming
+from ...core.budget import current_spill
 from ...core.documents import DocBatch
 from ...core.plan import GroupBy, Plan, Prepass, Recheck, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import encode_packed, encode_segments, kind_code, shingle_encoded
@@ -175,8 +176,22 @@ _BAND_ROWS_MIN = 20_000  # signatures from which the band keys are computed in p
 def _band_keys_on(threads, values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """:func:`band_keys` of ``values``, in one part of rows per worker (the kernel releases the
     GIL), each written into its rows of one array: the same keys (no copy joins the parts; at 1M
-    signatures that copy was 136 MB on the calling thread)."""
+    signatures that copy was 136 MB on the calling thread). Past the job's memory budget the
+    keys go to a spill file, computed a stretch of rows at a time (:mod:`neardup.core.budget`)."""
     n = values.shape[0]
+    spill = current_spill()
+    if spill is not None and (spill.spilled or not spill.fits(8 * n * bands)):
+        out = spill.array((n, bands), np.uint64)
+        step = max(spill.work // (8 * bands + values.itemsize * values.shape[1]), 64)
+        part = -(-step // threads.workers)
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            threads.map(
+                lambda a, hi=hi: band_keys(values[a : min(a + part, hi)], bands, rows, out[a : min(a + part, hi)]),
+                range(lo, hi, part),
+            )
+            spill.relieve()
+        return out
     if threads.workers < 2 or n < _BAND_ROWS_MIN:
         return band_keys(values, bands, rows)
     out = np.empty((n, bands), dtype=np.uint64)
