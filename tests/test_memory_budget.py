@@ -264,3 +264,26 @@ def test_an_interrupted_or_killed_spilling_job_leaves_nothing(corpus, tmp_path, 
             proc.wait()
     assert proc.returncode == code, proc.stderr.read()
     assert os.listdir(spill) == [] and not kept.exists()
+
+
+def test_the_pre_pass_table_grows_in_stretches_under_a_budget_with_the_same_groups(tmp_path, monkeypatch):
+    from neardup.methods.exact import groups as exact_groups
+    from neardup.methods.exact.keys import exact_keys
+
+    rng = np.random.default_rng(3)
+    texts = [f"text {int(x)}" for x in rng.integers(0, 3000, 6000)]
+    batches = [exact_keys(texts[lo : lo + 500]) for lo in range(0, len(texts), 500)]
+
+    def admitted():
+        table = exact_groups.ExactPrepass()
+        masks = [table.admit(keys) for keys in batches]
+        return np.concatenate(masks), table.groups().rep
+
+    free_mask, free_rep = admitted()
+    monkeypatch.setattr(exact_groups, "_REHASH_STEP", 100)
+    spill = Spill(limit=0, tmp_dir=tmp_path, cap=0)
+    with using(spill):
+        mask, rep = admitted()
+    assert spill.spilled and not rep.flags.owndata
+    assert np.array_equal(mask, free_mask) and np.array_equal(rep, free_rep)
+    assert np.array_equal(rep, exact_groups.exact_duplicate_groups(np.concatenate(batches)).rep)

@@ -282,10 +282,15 @@ class ExactPrepass:
             cap *= 2
         old_slots, old_reps = self._slots, self._table_reps
         self._slots, self._table_reps = _table(cap)
-        rehash_kernel(self._slots, self._table_reps, old_slots, old_reps)
-        del old_slots, old_reps
         spill = current_spill()
-        if spill is not None:
+        if spill is None:
+            rehash_kernel(self._slots, self._table_reps, old_slots, old_reps)
+            return
+        # a stretch of the old table at a time, so that the pages of a spilled new table it
+        # touches can be released between stretches (the same insertions, in the same order)
+        for lo in range(0, len(old_reps), _REHASH_STEP):
+            hi = lo + _REHASH_STEP
+            rehash_kernel(self._slots, self._table_reps, old_slots[lo:hi], old_reps[lo:hi])
             spill.relieve()
 
     def groups(self) -> ExactGroups:
@@ -299,6 +304,9 @@ class ExactPrepass:
             at += len(part)
         self._reps = []
         return ExactGroups(rep)
+
+
+_REHASH_STEP = 1 << 18
 
 
 def _table(cap: int) -> tuple[np.ndarray, np.ndarray]:
