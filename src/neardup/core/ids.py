@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .._kernels.charclass import CHAR_CLASS
+from .._kernels.exact import keys_kernel
 from .budget import current_spill, spill_rows
 
 __all__ = ["IdBuffer", "IdColumn", "id_array", "repeated_ids"]
@@ -138,9 +140,31 @@ def id_array(ids: Sequence[str]) -> Any:
 
 
 def repeated_ids(ids: Sequence[str]) -> int:
-    """How many ids repeat an earlier one."""
+    """How many ids repeat an earlier one.
+
+    Packed ids are counted by sorting a 64-bit hash of each one's bytes and comparing the bytes
+    of the ids in every run of equal hashes (exact whatever the hashes collide): 16 bytes an id
+    at once, where Arrow's ``count_distinct`` took 140 (1.4 GB for 10M ids)."""
     if not isinstance(ids, IdColumn):
         return len(ids) - len(set(ids))
-    import pyarrow.compute as pc
-
-    return len(ids) - pc.count_distinct(ids.to_arrow(), mode="all").as_py()
+    n = len(ids)
+    if n < 2:
+        return 0
+    keys = np.empty((n, 2), dtype=np.uint64)
+    keys_kernel(ids.data, ids.offsets, CHAR_CLASS, True, keys)
+    h = keys[:, 0].copy()
+    del keys
+    order = np.argsort(h, kind="stable")
+    h = h[order]
+    same = np.flatnonzero(h[1:] == h[:-1])
+    if not len(same):
+        return 0
+    starts = same[np.r_[True, np.diff(same) > 1]]  # first of every run of equal hashes
+    repeated = 0
+    for start in starts.tolist():
+        end = start + 1
+        while end < n and h[end] == h[start]:
+            end += 1
+        run = [ids[int(j)] for j in order[start:end]]
+        repeated += len(run) - len(set(run))
+    return repeated
