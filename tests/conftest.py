@@ -87,6 +87,17 @@ def dask_client():
             cluster.close()
 
 
+def run_cli(*args, code=0):
+    """``neardup ARGS...`` in this process (click's runner), asserting its exit code."""
+    from click.testing import CliRunner
+
+    from neardup.cli.main import main
+
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == code, res.output
+    return res
+
+
 def wait_until_handling(proc, signum: int, timeout: float = 60.0) -> bool:
     """Wait until the process ``proc`` has installed a handler for ``signum`` (Linux: the SigCgt
     mask of /proc/PID/status), i.e. until a command is past its start-up; False when it exited

@@ -17,17 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 
 import neardup
-from neardup.cli.main import main
 from neardup.io.transaction import folders_locked
 
-
-def run(*args, code=0):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exit_code == code, res.output
-    return res
+from conftest import run_cli as run
 
 
 def write_jsonl(path: Path, docs) -> Path:

@@ -11,17 +11,9 @@ import time
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from neardup.cli.main import main
-
+from conftest import run_cli as run
 from conftest import wait_until_handling
-
-
-def run(*args, code=0):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exit_code == code, res.output
-    return res
 
 
 @pytest.fixture(scope="module")

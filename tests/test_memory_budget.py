@@ -17,19 +17,13 @@ import time
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from neardup.api import dedup
-from neardup.cli.main import main
 from neardup.core.budget import Spill, SpillError, format_size, parse_size, using
 from neardup.core.ids import IdBuffer, IdColumn, id_array, repeated_ids
 from neardup.engine import LocalEngine
 
-
-def run(*args, code=0):
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exit_code == code, res.output
-    return res
+from conftest import run_cli as run
 
 
 @pytest.fixture(scope="module")
