@@ -76,10 +76,9 @@ def cluster_columns(result: DedupResult, against: AgainstResult | None) -> tuple
     if against is None:
         return id_array(result.ids).take(result.kept), similarity
     cluster = np.asarray(result.ids, dtype=object)[result.kept]
-    if against is not None:
-        hit = ~np.isnan(against.match_similarity)
-        cluster = np.where(hit, np.asarray(against.match_id, dtype=object), cluster)
-        similarity = np.where(hit, against.match_similarity, similarity)
+    hit = ~np.isnan(against.match_similarity)
+    cluster = np.where(hit, np.asarray(against.match_id, dtype=object), cluster)
+    similarity = np.where(hit, against.match_similarity, similarity)
     return cluster, similarity
 
 

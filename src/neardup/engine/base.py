@@ -131,14 +131,21 @@ def finish_job(
     sub_empty = np.asarray(state["empty"], dtype=bool)
     sub_pairs = state.get("pairs") if want_pairs else None
     n = len(ids)
+    pairs = sub_pairs
+    if groups is not None and sub_pairs is not None:
+        pairs = groups.expand_pairs(*sub_pairs, sub_empty=sub_empty)
+    if similarity is None:
+
+        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
+            return plan.similarity(plan.config, state, docs, others)
+
     spill = current_spill()
     if spill is not None and spill.spilled:
-        pairs = (
-            sub_pairs if groups is None or sub_pairs is None else groups.expand_pairs(*sub_pairs, sub_empty=sub_empty)
-        )
-        return _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, timings, similarity, spill)
+        spread = _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill)
+        root, kept, found, empty = spread
+        return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
     if groups is None:
-        root, empty, pairs = sub_root, sub_empty, sub_pairs
+        root, empty = sub_root, sub_empty
 
         def to_sub(docs: np.ndarray) -> np.ndarray:
             return docs
@@ -146,30 +153,21 @@ def finish_job(
         every = groups.to_sketched(np.arange(n))
         root = groups.expand_root(sub_root, sub_empty)
         empty = sub_empty[every]
-        pairs = groups.expand_pairs(*sub_pairs, sub_empty=sub_empty) if sub_pairs is not None else None
         to_sub = groups.to_sketched
     if len(root) != n:
         raise RuntimeError(f"the {plan.config.name} plan gave {len(root)} roots for {n} documents")
     kept = choose_kept(root, keep, lengths)
-    if similarity is None:
-
-        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
-            return plan.similarity(plan.config, state, docs, others)
-
     docs = np.arange(n, dtype=np.int64)
     found = np.asarray(similarity(to_sub(docs), to_sub(kept)), dtype=np.float64)
     return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
 
 
-def _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, timings, similarity, spill) -> JobResult:
-    """:func:`finish_job` past the memory budget (``pairs`` already spread): the same arrays,
-    made a stretch of documents at a time into arrays of the budget, with no temporary over
-    every document. With the pre-pass, ``at[d]`` is the representative's
-    position among the representatives (what ``ExactGroups.to_sketched`` gives), filled in
-    document order: a document's representative comes first, so its entry is there when read."""
-    sub_root = np.asarray(state["root"], dtype=np.int64)
-    sub_empty = np.asarray(state["empty"], dtype=bool)
-    n = len(ids)
+def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill):
+    """``(root, kept, similarity, empty)`` of :func:`finish_job` past the memory budget: the same
+    arrays, made a stretch of documents at a time into arrays of the budget, with no temporary
+    over every document. With the pre-pass, ``at[d]`` is the representative's position among
+    the representatives (what ``ExactGroups.to_sketched`` gives), filled in document order: a
+    document's representative comes first, so its entry is there when read."""
     step = max(spill.work // 64, 64)
     if groups is None:
         root, empty, at = sub_root, sub_empty, None
@@ -202,11 +200,6 @@ def _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, ti
             kept[lo : lo + step] = root[lo : lo + step]
     else:
         kept = choose_kept(root, keep, lengths)
-    if similarity is None:
-
-        def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
-            return plan.similarity(plan.config, state, docs, others)
-
     found = spill.array(n, np.float64)
     step = max(spill.work // 4096, 64)
     for lo in range(0, n, step):
@@ -216,4 +209,4 @@ def _finish_spilled(plan, state, groups, ids, lengths, keep, pairs, counters, ti
             docs, others = at[docs], at[others]
         found[lo : lo + step] = similarity(docs, others)
         spill.relieve()
-    return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
+    return root, kept, found, empty

@@ -183,7 +183,7 @@ def _spilled_bands(keys: np.ndarray, candidates: np.ndarray, spill: Spill):
             spill.relieve()
 
 
-def _slices(members: np.ndarray, starts: np.ndarray, ends: np.ndarray, spill: Spill):
+def _slices(starts: np.ndarray, ends: np.ndarray, spill: Spill):
     """The buckets ``starts``/``ends`` in runs whose members' random reads of spilled arrays
     (signatures, parents) make at most ``spill.work`` bytes resident, released after each run."""
     most = max(spill.work // (4 * _FAULT), 16)
@@ -254,7 +254,7 @@ def _find_clusters(
     npairs = 0
     for band, members, all_starts, all_ends in bands:
         buckets += len(all_starts)
-        runs = [(all_starts, all_ends)] if spill is None else _slices(members, all_starts, all_ends, spill)
+        runs = [(all_starts, all_ends)] if spill is None else _slices(all_starts, all_ends, spill)
         for starts, ends in runs:
             if want_pairs:
                 pa, pb, ps, npairs, c = pairs_band(
