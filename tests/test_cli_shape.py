@@ -206,10 +206,12 @@ def test_missing_config_file_is_a_usage_error(tmp_path):
     assert f"cannot read {tmp_path / 'nope.toml'}" in res.output
 
 
-def test_the_readme_config_example_runs(tmp_path, monkeypatch):
+def test_the_usage_config_example_runs(tmp_path, monkeypatch):
+    """The ``--config`` example of docs/usage.md, run as written."""
     import re
 
-    block = re.search(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S).group(1)
+    text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(.*?)```", text, flags=re.S).group(1)
     cfg = tmp_path / "dedup.toml"
     cfg.write_text(block, encoding="utf-8")
     monkeypatch.chdir(tmp_path)

@@ -285,8 +285,8 @@ def test_openapi_fuzz_no_5xx_and_responses_match_the_schema(server):
         fuzz()
 
 
-def test_the_readme_curl_example_works_as_written(tmp_path):
-    """The README's service example, run as written (on a free port instead of 8080)."""
+def test_the_usage_curl_example_works_as_written(tmp_path):
+    """The service example of docs/usage.md, run as written (on a free port instead of 8080)."""
     import re
     import shutil
 
@@ -294,7 +294,7 @@ def test_the_readme_curl_example_works_as_written(tmp_path):
 
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
     block = re.search(r"## Running the service.*?```bash\n(.*?)```", text, flags=re.S).group(1)
     lines = block.replace("\\\n", " ").splitlines()
     assert lines[0] == "neardup index create pages.ndx --store-text"
