@@ -263,7 +263,7 @@ def print_summary(
     table.add_row("kept", f"{result.n_documents - removed:,}")
     if update:
         table.add_row("added to the index", f"{len(against.kept_ids):,}")
-    for label, value in result.stats.items():
+    for label, value in result.summary.items():
         table.add_row(label, value)
     for stage, seconds in result.timings.items():
         table.add_row(f"time {stage}", f"{seconds:.2f} s")
