@@ -186,3 +186,77 @@ def test_keyword_shortcuts_make_the_config():
         neardup.dedup(TEXTS, treshold=0.9)
     with pytest.raises(ValueError, match="threshold"):
         neardup.dedup(TEXTS, threshold=1.5)
+
+
+class _Recorder:
+    """A display that records what the job told it."""
+
+    def __init__(self) -> None:
+        self.stages, self.documents, self.compiles, self.done = [], 0, [], []
+
+    def stage(self, name: str) -> None:
+        self.stages.append(name)
+
+    def advance(self, n: int) -> None:
+        self.documents += n
+
+    def compiling(self, message: str, seconds: float, kernel: str) -> None:
+        self.compiles.append((message, kernel))
+
+    def compiled(self, seconds: float) -> None:
+        self.done.append(seconds)
+
+
+def _a_kernel_compiles_in_the_job(monkeypatch) -> str:
+    """Make the next job compile a fresh numba function (as a first run compiles the job's
+    kernels), by calling it at the start of LocalEngine.run; returns its name."""
+    import numba
+
+    from neardup.engine.local import LocalEngine
+
+    def fresh_kernel_for_the_api_notice(x):
+        return x + 1
+
+    kernel = numba.njit(cache=False)(fresh_kernel_for_the_api_notice)
+    run = LocalEngine.run
+
+    def compiling_run(self, *args, **kwargs):
+        kernel(1)
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalEngine, "run", compiling_run)
+    return "fresh_kernel_for_the_api_notice"
+
+
+def test_progress_display_follows_the_job_and_the_compile(monkeypatch):
+    """A display given as ``progress`` sees every stage, every document once, and the compile
+    notice with the kernel's name and its end."""
+    name = _a_kernel_compiles_in_the_job(monkeypatch)
+    rec = _Recorder()
+    res = neardup.dedup(TEXTS, progress=rec)
+    assert rec.stages and rec.documents == res.n_documents
+    assert rec.compiles == [(neardup.core.progress.compile_message("minhash"), name)] and len(rec.done) == 1
+
+
+def test_a_first_call_says_it_is_compiling_unless_silenced(monkeypatch, capsys):
+    """By default (no notebook) a call whose kernels compile says so in one line on stderr, and
+    nothing else; ``progress=False`` says nothing; a call with nothing to compile says nothing."""
+    neardup.dedup(TEXTS)
+    assert capsys.readouterr().err == ""  # compiled and cached by now
+    _a_kernel_compiles_in_the_job(monkeypatch)
+    neardup.dedup(TEXTS)
+    assert capsys.readouterr().err == "neardup: compiling kernels (first run only, about 9 s)\n"
+    _a_kernel_compiles_in_the_job(monkeypatch)
+    neardup.dedup(TEXTS, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_true_shows_bars_and_bad_displays_are_refused(capsys):
+    pytest.importorskip("tqdm")
+    from neardup.core.progress import TqdmDisplay, display_for
+
+    assert isinstance(display_for(True), TqdmDisplay)
+    neardup.dedup(TEXTS, progress=True)
+    assert "documents" in capsys.readouterr().err  # tqdm's bars, on stderr
+    with pytest.raises(TypeError, match="progress must be None, True, False or a display"):
+        neardup.dedup(TEXTS, progress="yes")

@@ -18,6 +18,7 @@ import numpy as np
 from .core.documents import DocumentSource, InMemorySource
 from .core.ids import id_array, repeated_ids
 from .core.parallel import MAX_WORKERS
+from .core.progress import display_for, watch_compiles
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
 from .engine.local import LocalEngine
@@ -243,18 +244,40 @@ def method_config(method: MethodConfig | str | None, options: dict[str, Any]) ->
 
 
 class _Callbacks:
-    """A progress display made of two optional callbacks."""
+    """A progress display with two optional callbacks beside it."""
 
-    def __init__(self, on_batch: Callable[[int], None] | None, on_stage: Callable[[str], None] | None) -> None:
-        self._batch, self._stage = on_batch, on_stage
+    def __init__(
+        self, display: Any, on_batch: Callable[[int], None] | None, on_stage: Callable[[str], None] | None
+    ) -> None:
+        self._display, self._batch, self._stage = display, on_batch, on_stage
 
     def advance(self, n: int) -> None:
+        self._display.advance(n)
         if self._batch is not None:
             self._batch(n)
 
     def stage(self, name: str) -> None:
+        self._display.stage(name)
         if self._stage is not None:
             self._stage(name)
+
+    def compiling(self, message: str, seconds: float, kernel: str) -> None:
+        if hasattr(self._display, "compiling"):
+            self._display.compiling(message, seconds, kernel)
+
+    def compiled(self, seconds: float) -> None:
+        if hasattr(self._display, "compiled"):
+            self._display.compiled(seconds)
+
+    def run(self, method: str, job: Callable[[Any], JobResult]) -> JobResult:
+        """``job(self)`` with the kernels' compile notice, the display closed after."""
+        try:
+            with watch_compiles(self, method):
+                return job(self)
+        finally:
+            close = getattr(self._display, "close", None)
+            if close is not None:
+                close()
 
 
 def dedup(
@@ -279,6 +302,7 @@ def dedup(
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
     read_stats: ReadStats | None = None,
+    progress: Any = None,
     **options: Any,
 ) -> DedupResult:
     """Run the dedup job on input files or in-memory data and return what it found (nothing is written).
@@ -297,7 +321,10 @@ def dedup(
     as ``"2GB"``, past which it spills to ``tmp_dir``: :mod:`neardup.core.budget`); ``html``
     strips markup from the text field (``main_content``: keep each page's main block). ``paths``
     may hold files, folders of shards, globs, ``-`` and fsspec URLs; ``input_format`` overrides
-    their extensions (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
+    their extensions (:mod:`neardup.io.paths`). ``progress`` shows the job (:mod:`neardup.core.progress`:
+    None, the default, a bar per stage in a notebook and elsewhere one line on stderr while
+    kernels compile on a first run; False nothing; True the bars anywhere; or a display object);
+    ``on_stage(name)`` and ``on_batch(documents)`` follow the job too;
     ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
     the files fills as it reads (bytes read, documents, skips), for a progress display.
 
@@ -326,6 +353,7 @@ def dedup(
     id_policy = check("id_policy", id_policy, Choice(("field", "line")))
     if id_policy == "line" and id_field is None:
         raise conflict("id_policy='line' needs an id_field")
+    shown = _Callbacks(display_for(progress), on_batch, on_stage)
     if read_stats is None:
         read_stats = ReadStats()
     if record_skipped and read_stats.details is None:
@@ -337,10 +365,14 @@ def dedup(
         read_stats.documents = len(texts)
         engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
-        job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
+        job = shown.run(
+            method.name, lambda p: engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=p)
+        )
         return DedupResult(method, job, read_stats, mem)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
-    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
+    job = shown.run(
+        method.name, lambda p: engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=p)
+    )
     return DedupResult(method, job, read_stats, source)
