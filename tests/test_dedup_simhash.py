@@ -95,7 +95,7 @@ def test_pairs_and_clusters_equal_brute_force(generated, config):
     # without the exact pre-pass the search itself sees every pair (with it, one per distinct text)
     every_doc = dedup([path], replace(config, exact_prepass=False), want_pairs=False, workers=1)
     assert np.array_equal(every_doc.root, result.root)
-    assert every_doc.stats["pairs within distance"].startswith(f"{len(want):,} ")
+    assert every_doc.summary["pairs within distance"].startswith(f"{len(want):,} ")
     # similarity to the kept document is 1 - d / f for every member
     d = np.bitwise_count(values[np.arange(len(texts))] ^ values[result.kept]).sum(axis=1)
     assert np.allclose(result.similarity, 1 - d / config.bits)
@@ -139,7 +139,7 @@ def test_idf_weighting_reads_twice(generated, monkeypatch):
     _, want, _ = expected(texts, config, idf)
     a, b, s = result.pairs
     assert set(zip(a.tolist(), b.tolist(), s.tolist())) == want
-    assert "idf weighting" in result.stats["SimHash"] and "read + document frequencies" in result.timings
+    assert "idf weighting" in result.summary["SimHash"] and "read + document frequencies" in result.timings
 
 
 def test_config_validation():

@@ -286,8 +286,8 @@ def test_prepass_is_a_pure_optimisation_of_minhash(tmp_path, want_pairs, verify)
         )
         results.append(dedup([str(src)], config, want_pairs=want_pairs, batch_size=100))
     on, off = results
-    assert int(on.stats["exact duplicates (pre-pass)"].replace(",", "")) > 0
-    assert off.stats["exact duplicates (pre-pass)"] == "off"
+    assert int(on.summary["exact duplicates (pre-pass)"].replace(",", "")) > 0
+    assert off.summary["exact duplicates (pre-pass)"] == "off"
     assert np.array_equal(on.root, off.root)
     assert np.array_equal(on.kept, off.kept)
     assert np.array_equal(on.similarity, off.similarity)
@@ -480,7 +480,7 @@ def test_exact_job_end_to_end(tmp_path):
     ]
     assert np.all(s == 1.0) and np.all(r1.similarity == 1.0)
     assert r1.n_removed == 600 - len(set(norm) - {None}) - sum(s is None for s in norm)
-    assert "duplicates" in r1.stats["exact groups"]
+    assert "duplicates" in r1.summary["exact groups"]
     raw = dedup([path], ExactConfig(raw=True), workers=2, batch_size=64)
     assert raw.root.tolist() == first_index_roots([t or None for t in texts])
     assert raw.n_removed < r1.n_removed
@@ -499,7 +499,7 @@ def test_imatch_job_end_to_end(tmp_path):
     assert all(np.array_equal(x, y) for x, y in zip(r1.pairs, match_pairs(sigs, has)))
     assert r1.empty == int((~has[:, 0]).sum()) >= 1
     assert r1.n_removed > 50
-    assert set(r1.stats) == {"I-Match lexicon", "I-Match signatures", "I-Match groups"}
+    assert set(r1.summary) == {"I-Match lexicon", "I-Match signatures", "I-Match groups"}
     kept_sim = r1.similarity[~r1.keep_mask]
     assert np.all((kept_sim >= 0) & (kept_sim <= 1))
 

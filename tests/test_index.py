@@ -462,3 +462,67 @@ def test_indexes_pickle_and_answer_the_same(name):
     assert again.query_batch(sketched.values) == index.query_batch(sketched.values)
     again.add(["d"], sketched.values[:1])
     assert [k for k, _ in again.query(sketched.values[0])] == [k for k, _ in index.query(sketched.values[0])] + ["d"]
+
+
+# ---------------------------------------------------------------------------------------------
+# one item or many, sketches or texts (index.base.OneOrMany)
+
+
+def test_one_key_with_one_sketch_is_one_row(kind):
+    """``add(key, sketch)`` stores the same row as ``add([key], sketch[None])``, for every kind and
+    key type; a list of one key works too; a str key is never iterated as keys."""
+    data = kind.data(7, 40)
+    one, many = kind.make(), kind.make()
+    many.add([f"k{i}" for i in range(len(data))], data)
+    for i, row in enumerate(data):
+        one.add(f"k{i}" if i % 3 else [f"k{i}"], row)
+    assert list(one) == list(many)
+    for q in kind.queries(data, 8):
+        assert one.query(q) == many.query(q)
+    tuple_key = kind.make()
+    tuple_key.add(("site", 1), data[0])  # one sketch: the tuple is the key
+    assert list(tuple_key) == [("site", 1)]
+    with pytest.raises(ParameterError, match=r"one key \(str\) for 40 sketches"):
+        kind.make().add("rain", data)
+    with pytest.raises(ParameterError, match="one sketch or text was given for 2 keys"):
+        kind.make().add(["a", "b"], data[0])
+
+
+TEXTS = [
+    "the cat sat on the mat and looked out of the window at the rain",
+    "the cat sat on the mat and looked out of the window at the rain!",
+    "a completely different sentence about something else entirely here",
+    "",
+]
+
+
+@pytest.mark.parametrize("config", [MinHashConfig(), SimHashConfig(), ExactConfig()], ids=lambda c: c.name)
+def test_an_index_made_from_a_config_takes_texts(config):
+    """Texts, one or many, are sketched with the index's config: the same rows and answers as
+    ``config.sketch_texts`` and sketches; an empty text is stored and finds nothing."""
+    by_text, by_sketch = index_for(config), index_for(config)
+    assert by_text.config is config
+    by_text.add("a", TEXTS[0])
+    by_text.add(["b", "c", "d"], TEXTS[1:])
+    s = config.sketch_texts(TEXTS)
+    by_sketch.add(["a", "b", "c", "d"], s.values, empty=s.empty)
+    assert list(by_text) == ["a", "b", "c", "d"]
+    for i, text in enumerate(TEXTS):
+        want = [] if s.empty[i] else by_sketch.query(s.values[i])
+        assert by_text.query(text) == want
+        assert by_text.query(text, limit=1) == want[:1]
+    assert by_text.query("") == [] and by_text.query_batch(TEXTS) == [by_text.query(t) for t in TEXTS]
+    assert by_text.query(TEXTS[2])[0][0] == "c"
+
+
+def test_texts_need_an_index_that_knows_its_config(kind):
+    """An index made from settings (no config) refuses texts with a message naming the way out."""
+    index = kind.make()
+    for call in (
+        lambda: index.add("a", "some text"),
+        lambda: index.query("some text"),
+        lambda: index.query_batch(["x y"]),
+    ):
+        with pytest.raises(ValueError, match=r"was not made from a method config.*index_for"):
+            call()
+    assert index.config is None and len(index) == 0

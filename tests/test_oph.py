@@ -388,7 +388,7 @@ def test_dedup_job_with_oph_finds_the_copies(corpus):
     path = Path(tempfile.mkdtemp()) / "c.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(corpus.ids, corpus.texts)))
     result = dedup([str(path)], MinHashConfig(sketch="oph"), workers=1)
-    assert "one-permutation" in result.stats["LSH"]
+    assert "one-permutation" in result.summary["LSH"]
     removed = set(np.flatnonzero(~result.keep_mask).tolist())
     hashes, offsets = shingle_batch(corpus.texts, Shingling("word", 5))
     sets = [set(hashes[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(corpus.texts))]

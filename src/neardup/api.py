@@ -7,6 +7,7 @@ with every core by default). Nothing is written; the command line writes the out
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,11 +18,12 @@ import numpy as np
 from .core.documents import DocumentSource, InMemorySource
 from .core.ids import id_array, repeated_ids
 from .core.parallel import MAX_WORKERS
+from .core.progress import display_for, watch_compiles
 from .core.validation import Choice, Integer, Optional, check, conflict
 from .engine.base import Engine, JobResult
 from .engine.local import LocalEngine
 from .io import ReadStats
-from .io.memory import is_in_memory, texts_and_ids
+from .io.memory import is_in_memory, select_rows, texts_and_ids
 from .io.partitions import FileSource, ReadOptions
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
@@ -86,9 +88,26 @@ class DedupResult:
         """Documents with no features."""
         return int(np.count_nonzero(self.job.empty))
 
+    def __repr__(self) -> str:
+        threshold = getattr(self.config, "threshold", None)
+        at = "" if threshold is None else f", threshold={threshold}"
+        return (
+            f"DedupResult(method={self.config.name!r}{at}, documents={self.n_documents:,}, "
+            f"removed={self.n_removed:,}, clusters={self.n_clusters:,})"
+        )
+
     @property
-    def stats(self) -> dict[str, str]:
-        """The method's summary lines (label -> text)."""
+    def stats(self) -> dict[str, Any]:
+        """The run in numbers, in the shape of ``neardup dedup --stats PATH.json``'s sections of
+        the same names: ``method`` (the config as a dict), ``counts`` (documents, skipped, empty,
+        clusters, removed, kept, files, bytes_read, repeated_ids, ids_from_file_line,
+        spilled_bytes), ``skipped_by_reason``, ``counters`` (the method's, as floats) and
+        ``seconds`` (per stage)."""
+        return result_stats(self)
+
+    @property
+    def summary(self) -> dict[str, str]:
+        """The method's summary lines for people (label -> text), as the command line prints them."""
         lines = dict(self.config.describe(self.counters))
         repeated = repeated_ids(self.ids)
         if self.read_stats.line_ids:
@@ -97,18 +116,31 @@ class DedupResult:
             lines["repeated ids"] = f"{repeated:,} (ids in --clusters/--pairs are ambiguous; see --id-field)"
         return lines
 
+    def kept_rows(self, data: Any) -> Any:
+        """The rows of ``data`` (the in-memory data this result was computed from) that are kept,
+        as the same type: a list, a pandas DataFrame (its index kept), a pyarrow Table or
+        RecordBatch, or a ``datasets.Dataset`` (by ``select``)."""
+        return select_rows(data, self.keep_mask, self.n_documents)
+
+    def removed_rows(self, data: Any) -> Any:
+        """The rows of ``data`` that are removed (near-duplicates of a kept row), as the same type
+        (see :meth:`kept_rows`)."""
+        return select_rows(data, ~np.asarray(self.keep_mask, dtype=bool), self.n_documents)
+
     def to_arrow(self) -> Any:
-        """One row per document, in input order: ``id``, ``cluster`` (the cluster's root document
-        number), ``cluster_size`` (1 for a singleton), ``similarity`` (to the cluster's kept
-        document, as the method measures it) and ``kept``, as a pyarrow Table."""
+        """One row per document, in input order: ``id``, ``cluster`` (the id of the cluster's kept
+        document, as in ``--annotate`` and ``--clusters``), ``cluster_size`` (1 for a singleton),
+        ``similarity`` (to the cluster's kept document, as the method measures it) and ``kept``,
+        as a pyarrow Table."""
         import pyarrow as pa
 
         root = np.asarray(self.root, dtype=np.int64)
         sizes = np.bincount(root, minlength=len(root))[root] if len(root) else np.zeros(0, np.int64)
+        ids = id_array(self.ids)
         return pa.table(
             {
-                "id": id_array(self.ids),
-                "cluster": pa.array(root),
+                "id": ids,
+                "cluster": ids.take(pa.array(np.asarray(self.kept, dtype=np.int64))),
                 "cluster_size": pa.array(sizes.astype(np.int64)),
                 "similarity": pa.array(np.asarray(self.similarity, dtype=np.float64)),
                 "kept": pa.array(np.asarray(self.keep_mask, dtype=bool)),
@@ -158,24 +190,99 @@ class DedupResult:
         return int(np.count_nonzero(np.bincount(self.root) >= 2))
 
 
-class _Callbacks:
-    """A progress display made of two optional callbacks."""
+def result_stats(result: DedupResult, removed: int | None = None) -> dict[str, Any]:
+    """``result.stats``: the numbers of a run, the sections of ``--stats`` that the result holds
+    (``removed``: the removed documents when more than the job's were removed, as by ``--against``)."""
+    from .methods.registry import config_to_dict
 
-    def __init__(self, on_batch: Callable[[int], None] | None, on_stage: Callable[[str], None] | None) -> None:
-        self._batch, self._stage = on_batch, on_stage
+    rs = result.read_stats
+    removed = result.n_removed if removed is None else removed
+    counts = {
+        "documents": result.n_documents,
+        "skipped": rs.skipped,
+        "empty": result.empty,
+        "clusters": result.n_clusters,
+        "removed": removed,
+        "kept": result.n_documents - removed,
+        "files": rs.files,
+        "bytes_read": rs.bytes_read,
+        "repeated_ids": repeated_ids(result.ids),
+        "ids_from_file_line": rs.line_ids,
+        "spilled_bytes": result.job.spilled_bytes,
+    }
+    return {
+        "method": config_to_dict(result.config),
+        "counts": counts,
+        "skipped_by_reason": dict(sorted(rs.reasons.items())),
+        "counters": {k: float(v) for k, v in result.counters.items()},
+        "seconds": {k: round(v, 6) for k, v in result.timings.items()},
+    }
+
+
+def method_config(method: MethodConfig | str | None, options: dict[str, Any]) -> MethodConfig:
+    """The config of a ``dedup`` call: ``method`` (a config, a method's name or None for the
+    default method) with ``options`` (its settings as keywords) applied."""
+    if method is None or isinstance(method, str):
+        cls = get_method(DEFAULT_METHOD if method is None else method)
+        base = None
+    elif isinstance(method, MethodConfig):
+        cls, base = type(method), method
+    else:
+        raise TypeError(
+            f"method must be a method config (such as MinHashConfig()) or a method's name, got {type(method).__name__}"
+        )
+    if not options:
+        return base if base is not None else cls()
+    known = [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise TypeError(
+            f"dedup() got unknown option(s) {', '.join(map(repr, unknown))}: neither a dedup() argument nor a "
+            f"setting of method {cls.name!r} ({', '.join(known)})"
+        )
+    return dataclasses.replace(base, **options) if base is not None else cls(**options)
+
+
+class _Callbacks:
+    """A progress display with two optional callbacks beside it."""
+
+    def __init__(
+        self, display: Any, on_batch: Callable[[int], None] | None, on_stage: Callable[[str], None] | None
+    ) -> None:
+        self._display, self._batch, self._stage = display, on_batch, on_stage
 
     def advance(self, n: int) -> None:
+        self._display.advance(n)
         if self._batch is not None:
             self._batch(n)
 
     def stage(self, name: str) -> None:
+        self._display.stage(name)
         if self._stage is not None:
             self._stage(name)
+
+    def compiling(self, message: str, seconds: float, kernel: str) -> None:
+        if hasattr(self._display, "compiling"):
+            self._display.compiling(message, seconds, kernel)
+
+    def compiled(self, seconds: float) -> None:
+        if hasattr(self._display, "compiled"):
+            self._display.compiled(seconds)
+
+    def run(self, method: str, job: Callable[[Any], JobResult]) -> JobResult:
+        """``job(self)`` with the kernels' compile notice, the display closed after."""
+        try:
+            with watch_compiles(self, method):
+                return job(self)
+        finally:
+            close = getattr(self._display, "close", None)
+            if close is not None:
+                close()
 
 
 def dedup(
     paths: Any,
-    method: MethodConfig | None = None,
+    method: MethodConfig | str | None = None,
     *,
     keep: Literal["first", "longest"] = "first",
     workers: int | None = None,
@@ -195,6 +302,8 @@ def dedup(
     on_batch: Callable[[int], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
     read_stats: ReadStats | None = None,
+    progress: Any = None,
+    **options: Any,
 ) -> DedupResult:
     """Run the dedup job on input files or in-memory data and return what it found (nothing is written).
 
@@ -204,13 +313,18 @@ def dedup(
     strings is paths when every one looks like a path (no whitespace; exists, ``-``, a URL, a glob
     or an input extension), texts when none does.
 
-    ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
+    ``method`` is a method config (default ``MinHashConfig()``) or a method's name; ``options``
+    are its settings as keywords (``dedup(df, threshold=0.9)``, ``dedup(df, "simhash",
+    max_distance=8)``), applied to the config given or to the method's defaults; ``keep`` picks the kept document
     of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
     with ``workers`` threads, every core when None, and a budget of ``memory`` bytes or a size such
     as ``"2GB"``, past which it spills to ``tmp_dir``: :mod:`neardup.core.budget`); ``html``
     strips markup from the text field (``main_content``: keep each page's main block). ``paths``
     may hold files, folders of shards, globs, ``-`` and fsspec URLs; ``input_format`` overrides
-    their extensions (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
+    their extensions (:mod:`neardup.io.paths`). ``progress`` shows the job (:mod:`neardup.core.progress`:
+    None, the default, a bar per stage in a notebook and elsewhere one line on stderr while
+    kernels compile on a first run; False nothing; True the bars anywhere; or a display object);
+    ``on_stage(name)`` and ``on_batch(documents)`` follow the job too;
     ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
     the files fills as it reads (bytes read, documents, skips), for a progress display.
 
@@ -225,11 +339,10 @@ def dedup(
     >>> _ = (d / "in.jsonl").write_text("".join(json.dumps({"text": t}) + "\\n" for t in docs))
     >>> dedup([str(d / "in.jsonl")]).n_removed
     1
+    >>> dedup(docs + ["an unrelated text about something else"], threshold=0.9)
+    DedupResult(method='minhash', threshold=0.9, documents=3, removed=1, clusters=1)
     """
-    if method is None:
-        method = get_method(DEFAULT_METHOD)()
-    if not isinstance(method, MethodConfig):
-        raise TypeError(f"method must be a method config (such as MinHashConfig()), got {type(method).__name__}")
+    method = method_config(method, options)
     keep = check("keep", keep, Choice(("first", "longest")))
     workers = check("workers", workers, Optional(Integer(1, MAX_WORKERS)))
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
@@ -240,6 +353,7 @@ def dedup(
     id_policy = check("id_policy", id_policy, Choice(("field", "line")))
     if id_policy == "line" and id_field is None:
         raise conflict("id_policy='line' needs an id_field")
+    shown = _Callbacks(display_for(progress), on_batch, on_stage)
     if read_stats is None:
         read_stats = ReadStats()
     if record_skipped and read_stats.details is None:
@@ -251,10 +365,14 @@ def dedup(
         read_stats.documents = len(texts)
         engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
-        job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
+        job = shown.run(
+            method.name, lambda p: engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=p)
+        )
         return DedupResult(method, job, read_stats, mem)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
-    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
+    job = shown.run(
+        method.name, lambda p: engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=p)
+    )
     return DedupResult(method, job, read_stats, source)

@@ -335,6 +335,7 @@ def dedup_cmd(
                 on_batch=lambda n: (outcome.check(), progress.advance(n)),
                 on_stage=lambda name: (outcome.check(), progress.stage(name)),
                 read_stats=read_stats,
+                progress=False,  # the command's own display and compile notice, above
             )
             if result.n_documents == 0 and not allow_empty:
                 raise NeardupError(nothing_read(inputs, result.read_stats, input_format))

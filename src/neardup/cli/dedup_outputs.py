@@ -18,8 +18,8 @@ import numpy as np
 import orjson
 
 from .. import __version__
-from ..api import DedupResult
-from ..core.ids import id_array, repeated_ids
+from ..api import DedupResult, result_stats
+from ..core.ids import id_array
 from ..incremental import AgainstResult
 from ..io import write_kept, write_table
 from ..io.dask_write import file_partitions, part_name, write_partitions
@@ -274,36 +274,23 @@ def stats_document(
 ) -> dict[str, Any]:
     """The ``--stats`` JSON: version, settings, inputs and outputs, counts, skips by reason,
     the method's counters and the seconds of every stage."""
-    from ..methods.registry import config_to_dict
-
-    rs = result.read_stats
-    counts = {
-        "documents": result.n_documents,
-        "skipped": rs.skipped,
-        "empty": result.empty,
-        "clusters": result.n_clusters,
-        "removed": removed,
-        "kept": result.n_documents - removed,
-        "files": rs.files,
-        "bytes_read": rs.bytes_read,
-        "repeated_ids": repeated_ids(result.ids),
-        "ids_from_file_line": rs.line_ids,
-        "spilled_bytes": result.job.spilled_bytes,
-    }
+    stats = result_stats(result, removed)
+    counts = stats["counts"]
     if against is not None:
         counts["removed_by_index"] = against.n_removed_by_index
     if added_to_index is not None:
         counts["added_to_index"] = added_to_index
+    rs = result.read_stats
     return {
         "neardup_version": __version__,
-        "method": config_to_dict(result.config),
+        "method": stats["method"],
         "settings": settings,
         "inputs": list(inputs),
         "sources": [{"path": p, "format": f, "documents": n} for p, f, n in rs.sources],
         "outputs": {k: v for k, v in outputs.named().items() if v is not None},
         "annotate": [outputs.annotate_prefix + c for c in ANNOTATION_COLUMNS] if outputs.annotate else None,
         "counts": counts,
-        "skipped_by_reason": dict(sorted(rs.reasons.items())),
-        "counters": {k: float(v) for k, v in result.counters.items()},
-        "seconds": {**{k: round(v, 6) for k, v in result.timings.items()}, "total": round(total_seconds, 6)},
+        "skipped_by_reason": stats["skipped_by_reason"],
+        "counters": stats["counters"],
+        "seconds": {**stats["seconds"], "total": round(total_seconds, 6)},
     }

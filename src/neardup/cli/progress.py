@@ -17,16 +17,18 @@ removed ("removed 46 of 360 (12.8%)"), the output paths and the time of each sta
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.progress import FIRST_RUN_SECONDS, compile_message, first_run_seconds, watch_compiles
+
 __all__ = [
     "FIRST_RUN_SECONDS",
     "JobProgress",
     "NoProgress",
+    "compile_message",
     "compile_notice",
     "first_run_seconds",
     "input_bytes",
@@ -34,20 +36,6 @@ __all__ = [
     "removed_share",
     "sources_bytes",
 ]
-
-FIRST_RUN_SECONDS = {"minhash": 9, "simhash": 9, "spotsigs": 15, "exact": 3, "imatch": 13}
-"""Seconds of a method's first run on a cold cache, on 2 cores: the README's first command with
-each method, measured on an idle machine (minhash and simhash: their kernels compiled by two
-subprocesses at once; docs/benchmarks.md, section 6); a faster or slower machine takes less or
-more."""
-
-
-def first_run_seconds(method: str) -> int:
-    return FIRST_RUN_SECONDS.get(method, 30)
-
-
-def compile_message(method: str) -> str:
-    return f"compiling kernels (first run only, about {first_run_seconds(method)} s)"
 
 
 def input_bytes(inputs, input_format: str | None = None) -> int | None:
@@ -186,45 +174,26 @@ def job_progress(enabled: bool, stats=None, total_bytes: int | None = None, cons
 def compile_notice(method: str, display=None, echo: Callable[[str], None] | None = None) -> Iterator[None]:
     """While the block runs, tell when numba compiles a kernel (not cached yet): on a
     :class:`JobProgress` ``display`` as a line with a spinner and the kernel's name, else once
-    through ``echo`` (a line on stderr); with neither, nothing. Compiling is serialized by numba's
-    compiler lock, so one depth counter follows nested compiles (a kernel's callees)."""
+    through ``echo`` (a line on stderr); with neither, nothing (:func:`~neardup.core.progress.watch_compiles`)."""
     if display is None and echo is None:
         yield
         return
-    from numba.core import event
-
-    message = compile_message(method)
-    lock = threading.Lock()
-    state = {"depth": 0, "spent": 0.0, "since": 0.0, "told": False}
-
-    class Listener(event.Listener):
-        def on_start(self, ev) -> None:
-            with lock:
-                state["depth"] += 1
-                if state["depth"] > 1:
-                    return
-                state["since"] = time.monotonic()
-                if isinstance(display, JobProgress):
-                    fn = getattr(ev.data.get("dispatcher"), "py_func", None)
-                    display.compiling(message, state["spent"], getattr(fn, "__name__", "kernel"))
-                elif not state["told"]:
-                    state["told"] = True
-                    echo(f"neardup: {message}")
-
-        def on_end(self, ev) -> None:
-            with lock:
-                state["depth"] -= 1
-                if state["depth"] == 0:
-                    state["spent"] += time.monotonic() - state["since"]
-                    if isinstance(display, JobProgress):
-                        display.compiled(state["spent"])
-
-    listener = Listener()
-    event.register("numba:compile", listener)
-    try:
+    if not isinstance(display, JobProgress):
+        display = _EchoOnce(echo)
+    with watch_compiles(display, method):
         yield
-    finally:
-        event.unregister("numba:compile", listener)
+
+
+class _EchoOnce:
+    """The compile notice as one line through ``echo``, the first time a kernel compiles."""
+
+    def __init__(self, echo: Callable[[str], None]) -> None:
+        self._echo, self._told = echo, False
+
+    def compiling(self, message: str, seconds: float, kernel: str) -> None:
+        if not self._told:
+            self._told = True
+            self._echo(f"neardup: {message}")
 
 
 def removed_share(removed: int, total: int) -> str:
@@ -263,7 +232,7 @@ def print_summary(
     table.add_row("kept", f"{result.n_documents - removed:,}")
     if update:
         table.add_row("added to the index", f"{len(against.kept_ids):,}")
-    for label, value in result.stats.items():
+    for label, value in result.summary.items():
         table.add_row(label, value)
     for stage, seconds in result.timings.items():
         table.add_row(f"time {stage}", f"{seconds:.2f} s")

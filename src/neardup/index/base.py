@@ -46,9 +46,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..core.validation import ParameterError, ParameterTypeError, check_int, check_real
+from ..core.validation import ParameterError, ParameterTypeError, check_int, check_real, conflict
 
-__all__ = ["Index", "Match", "check_empty", "check_limit", "check_similarity"]
+__all__ = ["Index", "Match", "OneOrMany", "check_empty", "check_limit", "check_similarity"]
 
 Match = tuple[Hashable, float]
 """One query result: ``(key, similarity)``."""
@@ -109,3 +109,87 @@ def check_empty(empty: Any, n: int) -> np.ndarray:
     if arr.shape != (n,):
         raise ParameterError(f"empty must be None or a bool array of shape ({n},), got shape {arr.shape}")
     return arr
+
+
+class OneOrMany:
+    """What the in-memory indexes share: ``add`` and ``query`` of one item or of many, and of texts
+    where the index knows its method config (it was made by ``from_config`` or
+    :func:`neardup.index.index_for`).
+
+    The shapes are read as follows, and anything else is an error that says what was expected:
+
+    - ``add(key, text)``, ``add(keys, texts)``: texts (a ``str``, or a list or tuple of ``str``)
+      are sketched with the index's config (``config.sketch_texts``), their empty flags included.
+    - ``add(key, sketch)``: one sketch (a MinHash signature of shape (K,), an exact key of shape
+      (2,), a 64-bit fingerprint as a scalar or a 128-bit one of shape (2,)) is one row, and
+      ``key`` is its key (a list of exactly one key is accepted too); a ``str`` key is never
+      iterated as keys.
+    - ``add(keys, sketches)``: one row per key, as before.
+    - ``query(text)``: the text sketched with the config; an empty text (no features) finds
+      nothing. ``query_batch(texts)`` likewise, one list per text.
+    """
+
+    _config: Any = None
+    _one_ndim: int = 1  # the ndim of one sketch given as an array (a row of the index's matrix)
+
+    @property
+    def config(self) -> Any:
+        """The method config the index sketches texts with (None: the index takes sketches only)."""
+        return self._config
+
+    def _sketched(self, texts: list[str]) -> Any:
+        if self._config is None:
+            raise conflict(
+                f"{type(self).__name__} was not made from a method config, so it cannot sketch texts: make it with "
+                "neardup.index_for(config) (or from_config), or give sketches (config.sketch_texts(texts).values)"
+            )
+        return self._config.sketch_texts(texts)
+
+    def _one_or_many(self, keys: Any, sketches: Any, empty: Any) -> tuple[list, Any, Any]:
+        """``(keys, sketches, empty)`` of an ``add`` as rows: a list of keys and a batch of sketches."""
+        single = False
+        if isinstance(sketches, str) or _is_texts(sketches):
+            single = isinstance(sketches, str)
+            texts = [sketches] if single else list(sketches)
+            sketched = self._sketched(texts)
+            sketches = sketched.values
+            empty = sketched.empty if empty is None else check_empty(np.atleast_1d(empty), len(texts)) | sketched.empty
+        elif isinstance(sketches, (np.ndarray, np.generic, int, list, tuple)) and np.ndim(sketches) == self._one_ndim:
+            sketches, single = np.asarray(sketches)[None, ...], True
+            if empty is not None and np.ndim(empty) == 0:
+                empty = np.array([empty])
+        if single:
+            if isinstance(keys, (list, np.ndarray)):
+                if len(keys) != 1:
+                    raise ParameterError(f"one sketch or text was given for {len(keys)} keys: give one key")
+                return list(keys), sketches, empty
+            return [keys], sketches, empty
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+            rows = _rows(sketches)
+            if rows != 1:
+                raise ParameterError(
+                    f"keys is one key ({type(keys).__name__}) for {rows} sketches: give a list of keys, one per "
+                    "sketch (a str is not iterated as keys)"
+                )
+            return [keys], sketches, empty
+        return list(keys), sketches, empty
+
+    def _text_batch(self, sketches: Any) -> tuple[Any, np.ndarray | None]:
+        """Texts given to ``query_batch`` sketched (with their empty flags); other input as it is."""
+        if _is_texts(sketches):
+            sketched = self._sketched(list(sketches))
+            return sketched.values, sketched.empty
+        return sketches, None
+
+
+def _rows(sketches: Any) -> int | str:
+    """How many rows a batch of sketches has (``"several"`` when it cannot tell)."""
+    try:
+        return len(sketches)
+    except TypeError:
+        return "several"
+
+
+def _is_texts(x: Any) -> bool:
+    """A non-empty list or tuple of str (texts rather than sketches)."""
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(t, str) for t in x)

@@ -19,14 +19,14 @@ from ..core.validation import Instance, Optional, ParameterError, ParameterTypeE
 from ..methods.exact.config import ExactConfig
 from ..methods.exact.keys import nonempty
 from ..methods.exact.scheme import ExactScheme
-from .base import Match, check_empty, check_limit, check_similarity
+from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
 from .keys import RowKeys
 from .runs import SortedRuns
 
 __all__ = ["ExactIndex"]
 
 
-class ExactIndex:
+class ExactIndex(OneOrMany):
     """Documents with equal exact keys (the index contract of :mod:`neardup.index.base`).
 
     A query returns ``(key, 1.0)`` for every stored row whose 128-bit key equals the query key,
@@ -62,7 +62,9 @@ class ExactIndex:
     def from_config(cls, config: ExactConfig, *, workers: int = 1) -> ExactIndex:
         """An index for the keys of the exact batch job ``config`` (its scheme: raw or normalized)."""
         config = check("config", config, Instance(ExactConfig))
-        return cls(scheme=config.scheme, workers=workers)
+        index = cls(scheme=config.scheme, workers=workers)
+        index._config = config
+        return index
 
     # -- properties --------------------------------------------------------------------------
 
@@ -90,10 +92,12 @@ class ExactIndex:
 
     # -- mutation ----------------------------------------------------------------------------
 
-    def add(self, keys: Sequence[Hashable], exact_keys: Any, *, empty: Any = None) -> None:
+    def add(self, keys: Sequence[Hashable] | Hashable, exact_keys: Any, *, empty: Any = None) -> None:
         """Add one exact key (a row of uint64[n, 2]) per user key. User keys must be new and
         unique, else ``KeyError`` (nothing added). ``empty`` (bool[n]) marks documents without
-        text: stored, never found; the empty text's key is empty anyway."""
+        text: stored, never found; the empty text's key is empty anyway. One key with one exact
+        key or one text, and many keys with texts, are taken too (:class:`~neardup.index.base.OneOrMany`)."""
+        keys, exact_keys, empty = self._one_or_many(keys, exact_keys, empty)
         words = self._matrix(exact_keys)
         keys = list(keys)
         if len(keys) != words.shape[0]:
@@ -126,14 +130,18 @@ class ExactIndex:
 
     def query(self, key: Any, *, min_similarity: float | None = None, limit: int | None = None) -> list[Match]:
         """The stored keys whose exact key equals ``key`` (uint64[2] or uint64[1, 2]), as
-        ``(key, 1.0)`` in insertion order; at most ``limit`` (None: all)."""
+        ``(key, 1.0)`` in insertion order; at most ``limit`` (None: all). A text (``str``) is
+        hashed with the index's config."""
+        if isinstance(key, str):
+            key = self._sketched([key]).values
         words = self._matrix(key, single=True)
         return self.query_batch(words, min_similarity=min_similarity, limit=limit)[0]
 
     def query_batch(
         self, exact_keys: Any, *, min_similarity: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
-        """``[query(k) for k in exact_keys]``, in one kernel call."""
+        """``[query(k) for k in exact_keys]``, in one kernel call; texts (a list of ``str``) too."""
+        exact_keys, _ = self._text_batch(exact_keys)
         words = self._matrix(exact_keys)
         if min_similarity is not None:
             check_similarity(min_similarity)

@@ -31,7 +31,7 @@ from ..core.validation import (
 from ..methods.simhash.config import DEFAULT_BITS, DEFAULT_MAX_DISTANCE, SimHashConfig
 from ..methods.simhash.scheme import Fingerprints, SimHashScheme
 from ..methods.simhash.search import BlockPlan, all_pairs, block_plan, choose_blocks
-from .base import Match, check_empty, check_limit, check_similarity
+from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
 from .keys import RowKeys
 from .runs import PARALLEL_ROWS, SortedRuns, run_each
 
@@ -40,7 +40,7 @@ __all__ = ["HammingIndex"]
 _ROUNDING = 1e-9  # min_similarity -> distance: (1 - s) * bits within this of an integer counts as it
 
 
-class HammingIndex:
+class HammingIndex(OneOrMany):
     """Fingerprints within Hamming distance k of a query (the index contract of :mod:`neardup.index.base`).
 
     A query returns ``(key, 1 - d / bits)`` for every stored fingerprint at distance ``d <=
@@ -94,6 +94,7 @@ class HammingIndex:
         self._workers = check_int("workers", workers, 1, MAX_WORKERS)
         self._scheme = scheme
         self._threshold = 1.0 - self._k / self._bits
+        self._one_ndim = 0 if self._bits == 64 else 1  # one fingerprint: a scalar, or uint64[2]
         self._fps = np.empty((0, self._bits // 64), dtype=np.uint64)
         self._indexed = np.zeros(0, dtype=np.bool_)  # stored rows that are in the tables (not empty)
         self._rows = RowKeys()
@@ -110,7 +111,9 @@ class HammingIndex:
                 f"weighting must be 'count' for an index (IDF weights depend on the whole collection), "
                 f"got {config.weighting!r}"
             )
-        return cls(config.bits, config.max_distance, config.blocks, scheme=config.scheme, workers=workers)
+        index = cls(config.bits, config.max_distance, config.blocks, scheme=config.scheme, workers=workers)
+        index._config = config
+        return index
 
     # -- properties --------------------------------------------------------------------------
 
@@ -154,12 +157,15 @@ class HammingIndex:
 
     # -- mutation ----------------------------------------------------------------------------
 
-    def add(self, keys: Sequence[Hashable], fps: Any, *, empty: Any = None) -> None:
+    def add(self, keys: Sequence[Hashable] | Hashable, fps: Any, *, empty: Any = None) -> None:
         """Add one fingerprint per key. Keys must be new and unique, else ``KeyError`` (nothing added).
 
         ``fps``: ``Fingerprints``, uint64[n] (64 bits) or uint64[n, 2] (128 bits). ``empty``
-        (bool[n]) marks documents without features: stored, never found.
+        (bool[n]) marks documents without features: stored, never found. One key with one
+        fingerprint or one text, and many keys with texts, are taken too
+        (:class:`~neardup.index.base.OneOrMany`).
         """
+        keys, fps, empty = self._one_or_many(keys, fps, empty)
         words = self._words(fps)
         keys = list(keys)
         if len(keys) != words.shape[0]:
@@ -192,8 +198,14 @@ class HammingIndex:
         by distance, then insertion order; at most ``limit`` (None: all).
 
         ``fp``: one fingerprint (a uint64 or uint64[1] for 64 bits, uint64[2] or uint64[1, 2] for
-        128 bits, or a one-row ``Fingerprints``).
+        128 bits, or a one-row ``Fingerprints``), or a text (``str``) sketched with the index's
+        config; an empty text finds nothing.
         """
+        if isinstance(fp, str):
+            sketched = self._sketched([fp])
+            if sketched.empty[0]:
+                return []
+            fp = sketched.values
         words = self._words(fp, single=True)
         if words.shape[0] != 1:
             raise ParameterError(f"fp must be one fingerprint, got {words.shape[0]}; use query_batch")
@@ -202,8 +214,12 @@ class HammingIndex:
     def query_batch(
         self, fps: Any, *, min_similarity: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
-        """``[query(fp) for fp in fps]``, in one kernel call."""
-        return self._search(self._words(fps), min_similarity, limit)
+        """``[query(fp) for fp in fps]``, in one kernel call; texts (a list of ``str``) too."""
+        fps, empty = self._text_batch(fps)
+        found = self._search(self._words(fps), min_similarity, limit)
+        if empty is not None:  # an empty text's fingerprint (0) is valid: its query finds nothing
+            found = [[] if e else f for f, e in zip(found, empty.tolist())]
+        return found
 
     def pairs(self, *, min_similarity: float | None = None) -> list[tuple[Hashable, Hashable, float]]:
         """Every pair of stored keys within the distance of ``min_similarity`` (default: the

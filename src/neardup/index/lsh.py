@@ -33,7 +33,7 @@ from ..core.validation import (
 from ..methods.minhash.config import DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NUM_PERM, MinHashConfig
 from ..methods.minhash.lsh import DEFAULT_FN_WEIGHT, DEFAULT_FP_WEIGHT, LSHParams, params_for
 from ..methods.minhash.scheme import MinHashScheme, Signatures
-from .base import Match, check_empty, check_limit, check_similarity
+from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
 from .keys import RowKeys
 from .runs import PARALLEL_ROWS, SortedRuns, run_each
 
@@ -48,7 +48,7 @@ _ENTRY_POINTS: dict = {}  # compiled query_one by argument types (see LSHIndex._
 _BANDING_MAX_THRESHOLD = 0.999  # a threshold of 1.0 bands like this (the S-curve needs t < 1), as MinHashConfig.lsh
 
 
-class LSHIndex:
+class LSHIndex(OneOrMany):
     """An in-memory MinHash LSH index (the index contract of :mod:`neardup.index.base`).
 
     Signatures are banded as chosen by ``params_for(threshold, num_perm, bands, rows, ...)``; a
@@ -85,6 +85,13 @@ class LSHIndex:
     >>> near_b = sigs[1].copy(); near_b[:10] = 0
     >>> index.query(near_b)
     [('b', 0.921875)]
+
+    Made from a config, it takes texts, one or many (:class:`~neardup.index.base.OneOrMany`):
+
+    >>> index = LSHIndex.from_config(MinHashConfig(threshold=0.5))
+    >>> index.add("rain", "the cat sat on the mat and looked out of the window at the rain")
+    >>> index.query("the cat sat on the mat and looked out of the window at the rain today")
+    [('rain', 0.8984375)]
     """
 
     def __init__(
@@ -138,7 +145,7 @@ class LSHIndex:
         banding (``config.lsh``) and scheme."""
         config = check("config", config, Instance(MinHashConfig))
         lsh = config.lsh
-        return cls(
+        index = cls(
             config.threshold,
             config.num_perm,
             bands=lsh.bands,
@@ -146,6 +153,8 @@ class LSHIndex:
             scheme=config.scheme,
             workers=workers,
         )
+        index._config = config
+        return index
 
     # -- properties ------------------------------------------------------------------------
 
@@ -186,12 +195,14 @@ class LSHIndex:
 
     # -- mutation --------------------------------------------------------------------------
 
-    def add(self, keys: Sequence[Hashable], signatures: Signatures | np.ndarray, *, empty: Any = None) -> None:
+    def add(self, keys: Sequence[Hashable] | Hashable, signatures: Any, *, empty: Any = None) -> None:
         """Add one row per key. Keys must be new and unique, else ``KeyError`` (nothing is added).
 
         ``empty`` (bool[n]) marks sets without features: stored, never candidates; a signature
-        of ``EMPTY_VALUE`` in every slot is empty anyway.
+        of ``EMPTY_VALUE`` in every slot is empty anyway. One key with one signature (shape (K,))
+        or one text, and many keys with texts, are taken too (:class:`~neardup.index.base.OneOrMany`).
         """
+        keys, signatures, empty = self._one_or_many(keys, signatures, empty)
         values, scheme = self._matrix(signatures, "signatures")
         keys = list(keys)
         if len(keys) != values.shape[0]:
@@ -221,9 +232,7 @@ class LSHIndex:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def query(
-        self, signature: Signatures | np.ndarray, *, min_similarity: float | None = None, limit: int | None = None
-    ) -> list[Match]:
+    def query(self, signature: Any, *, min_similarity: float | None = None, limit: int | None = None) -> list[Match]:
         """The stored keys that are candidates of ``signature`` with estimated Jaccard >= ``min_similarity``.
 
         ``min_similarity`` defaults to the index threshold; 0.0 returns every candidate. Results are
@@ -232,9 +241,15 @@ class LSHIndex:
 
         A uint32 row (shape (K,) or (1, K)), or a one-row ``Signatures`` of the index's own scheme
         object, goes straight to the compiled kernel (a few microseconds at 1M rows); anything else
-        is validated and converted first.
+        is validated and converted first. A text (``str``) is sketched with the index's config
+        (an index made from one); an empty text finds nothing.
         """
         cls = type(signature)
+        if cls is str:
+            sketched = self._sketched([signature])
+            if sketched.empty[0]:
+                return []
+            signature, cls = sketched.values, np.ndarray
         fn = None
         if cls is Signatures:
             q = signature.values  # uint32 of shape (n, K), checked when the Signatures was made
@@ -274,7 +289,8 @@ class LSHIndex:
     def query_batch(
         self, signatures: Signatures | np.ndarray, *, min_similarity: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
-        """``[query(s) for s in signatures]``, in one kernel call."""
+        """``[query(s) for s in signatures]``, in one kernel call; texts (a list of ``str``) too."""
+        signatures, _ = self._text_batch(signatures)
         values, _ = self._matrix(signatures, "signatures")
         min_matches = self._default_min_matches if min_similarity is None else self._min_matches(min_similarity)
         offsets, rows, matches = query_kernel(values, *self._kernel_args, min_matches, check_limit(limit))

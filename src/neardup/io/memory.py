@@ -116,9 +116,59 @@ def texts_and_ids(data: Any, text_field: str = "text", id_field: str | None = No
             "<data>", nulls[0] + 1, f"text field {text_field!r} is null in row {nulls[0]} ({len(nulls)} null rows)"
         )
     if id_field is None:
-        ids = [str(i) for i in range(len(texts))]
+        ids = default_ids(data, table)
     else:
         if id_field not in names:
             raise InputError("<data>", None, f"id field {id_field!r} not found in the data; its columns are {names}")
         ids = [str(v) for v in table.column(id_field).to_pylist()]
     return texts, ids
+
+
+def default_ids(data: Any, table: pa.Table) -> list[str]:
+    """Ids of in-memory data given no ``id_field``, as the command line takes them: the ``id``
+    column where there is one, else a pandas DataFrame's index where it is not the default
+    ``0, 1, ...``, else row positions ``"0"``, ``"1"``, ...
+
+    >>> default_ids(None, pa.table({"id": ["a", "b"], "text": ["x", "y"]}))
+    ['a', 'b']
+    """
+    if "id" in table.column_names:
+        return [str(v) for v in table.column("id").to_pylist()]
+    if _is_dataframe(data) and not _is_default_index(data.index):
+        return [str(v) for v in data.index.tolist()]
+    return [str(i) for i in range(table.num_rows)]
+
+
+def _is_default_index(index: Any) -> bool:
+    """A pandas ``RangeIndex`` 0, 1, ..., n - 1 (what pandas gives a frame nobody indexed)."""
+    return type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
+
+
+def select_rows(data: Any, mask: Any, n: int) -> Any:
+    """The rows of ``data`` where ``mask`` (bool[n]) is true, as the same type: a list (or other
+    sequence: a list), a pandas DataFrame (its index kept), a pyarrow Table or RecordBatch, or a
+    ``datasets.Dataset`` (``select``, which keeps an index mapping instead of copying).
+
+    >>> select_rows(["a", "b", "c"], [True, False, True], 3)
+    ['a', 'c']
+    """
+    import numpy as np
+
+    mask = np.asarray(mask, dtype=bool)
+    if isinstance(data, (str, os.PathLike)) or not is_in_memory(data):
+        raise TypeError(
+            "kept_rows/removed_rows take the in-memory data the result was computed from (a list, DataFrame, "
+            "Arrow table or Dataset); for files, write the kept records with `neardup dedup -o`"
+        )
+    rows = len(data) if not isinstance(data, pa.RecordBatchReader) else None
+    if rows is None:
+        raise TypeError("a RecordBatchReader can be read once only: give the table it was read into")
+    if rows != n:
+        raise ValueError(f"data has {rows:,} rows, the result {n:,} documents: give the data it was computed from")
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        return data.filter(pa.array(mask))
+    if _is_dataframe(data):
+        return data[mask]
+    if _is_hf_dataset(data):
+        return data.select(np.flatnonzero(mask))
+    return [x for x, keep in zip(data, mask.tolist()) if keep]
