@@ -195,3 +195,75 @@ def index_path(request, tmp_path):
         return lambda name="x": str(tmp_path / f"{name}.ndx")
     server = request.getfixturevalue("redis_server")
     return lambda name="x": f"{server.url}/0/t{next(_NAMES)}-{name}"
+
+
+# --------------------------------------------------------------------------------------------
+# skips under CI: a run with the environment variable CI set fails on any skip whose reason is not
+# below. CI (.ci/run) installs every tool and service the tests need, so a skip there is a test that
+# did not run: a regression could hide behind it. Each entry: a pattern of the skip's reason (a
+# regular expression searched in it) and why the skip is expected even in CI.
+
+ALLOWED_SKIPS: tuple[tuple[str, str], ...] = (
+    # CPU features: code built for an instruction set the machine's CPU lacks cannot run on it
+    (r"this CPU cannot run \S+ code", "the CPU lacks the target's instruction set"),
+    (r"numba's target has no ", "the CPU lacks the instructions (AVX2, AVX-512 VBMI2) of the path"),
+    # the shared corpora live next to the clone (../shared from the project root), never inside it;
+    # the skip is issued only where that folder is absent (a bare clone; CI has it)
+    (r"shared corpus not present at ", "no ../shared folder next to the clone"),
+)
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+class _SkipGuard:
+    def __init__(self) -> None:
+        self.allowed: list[tuple[str, str]] = []
+        self.refused: list[tuple[str, str]] = []
+
+    def record(self, report) -> None:
+        if not report.skipped or hasattr(report, "wasxfail"):
+            return
+        import re
+
+        reason = _skip_reason(report)
+        listed = any(re.search(pattern, reason) for pattern, _ in ALLOWED_SKIPS)
+        found = self.allowed if listed else self.refused
+        if (report.nodeid, reason) not in found:  # a module is collected twice (tests and doctests)
+            found.append((report.nodeid, reason))
+
+
+_SKIPS = _SkipGuard()
+
+
+def pytest_runtest_logreport(report):
+    _SKIPS.record(report)
+
+
+def pytest_collectreport(report):
+    _SKIPS.record(report)  # a module skipped whole (importorskip at module level)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import os
+
+    if os.environ.get("CI") and _SKIPS.refused and session.exitstatus == 0:
+        session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    import os
+
+    write = terminalreporter.write_line
+    if _SKIPS.allowed:
+        terminalreporter.section("allowed skips (tests/conftest.py ALLOWED_SKIPS)")
+        for nodeid, reason in _SKIPS.allowed:
+            write(f"{nodeid}: {reason}")
+    if _SKIPS.refused and os.environ.get("CI"):
+        terminalreporter.section("skips CI does not allow: the run fails (tests/conftest.py ALLOWED_SKIPS)", red=True)
+        for nodeid, reason in _SKIPS.refused:
+            write(f"{nodeid}: {reason}", red=True)

@@ -363,7 +363,9 @@ def test_report_refuses_an_output_that_is_not_html(tmp_path, labelled, name):
     assert run("report", docs, "--clusters", pred, "-o", tmp_path / "R.HTM").exit_code == 0
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason="shared corpus not present")
+@pytest.mark.skipif(
+    not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason=f"shared corpus not present at {SHARED_DATA}"
+)
 def test_compare_on_clough_stevenson_cut_answer_is_contained_in_its_source():
     files = SHARED_DATA / "clough-stevenson" / "files"
     res = run(
