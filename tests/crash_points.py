@@ -14,6 +14,12 @@ waits for MARKER. The points, in the order a run passes them:
   complete in its temporary file, none is replaced;
 * ``rename``: the commit's journal is written and the first output renamed, the others not;
 * ``committed``: the commit is done (the command has not exited).
+
+And one point of ``neardup serve``:
+
+* ``held-add``: an add request with a document whose id ends in ``-held`` waits, before anything
+  is added, until the file MARKER.release exists (2 minutes at most): a request in flight for as
+  long as the test needs.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-POINTS = ("startup", "work", "commit", "rename", "committed")
+POINTS = ("startup", "work", "commit", "rename", "committed", "held-add")
 _STOPPED = []
 _MARKERS = itertools.count()
 
@@ -65,6 +71,20 @@ def install(point: str, marker: str) -> None:
                 _stop(marker)
 
         OutputSet.commit = commit
+    elif point == "held-add":
+        from neardup.service import operations
+
+        original_add = operations.run_add
+
+        def run_add(index, body):
+            if any(d.id.endswith("-held") for d in body.documents):
+                Path(marker).write_text(str(os.getpid()))
+                release, deadline = Path(marker + ".release"), time.monotonic() + 120
+                while not release.exists() and time.monotonic() < deadline:
+                    time.sleep(0.005)
+            return original_add(index, body)
+
+        operations.run_add = run_add
     elif point == "rename":
         original_finish = OutputSet._finish_renames
 
@@ -86,7 +106,19 @@ def start_at(command: list[str], point: str, folder: Path, **popen) -> subproces
     ``folder`` holds the marker file. A run that ends before the point fails the test."""
     assert command[1:3] == ["-m", "neardup"], command
     marker = Path(folder) / f"crash-point-{os.getpid()}-{next(_MARKERS)}"
-    proc = subprocess.Popen([sys.executable, __file__, point, str(marker), *command[3:]], **popen)
+    proc = subprocess.Popen(at_point(command, point, marker), **popen)
+    wait_at(proc, marker, point)
+    return proc
+
+
+def at_point(command: list[str], point: str, marker: Path) -> list[str]:
+    """``command`` (``python -m neardup ...``) run through this script, to stop at ``point``."""
+    assert command[1:3] == ["-m", "neardup"], command
+    return [command[0], __file__, point, str(marker), *command[3:]]
+
+
+def wait_at(proc: subprocess.Popen, marker: Path, point: str = "") -> None:
+    """Wait until ``proc`` is at its point (``marker`` exists; removed here)."""
     deadline = time.monotonic() + 300
     while not marker.exists():
         if proc.poll() is not None:
@@ -97,7 +129,6 @@ def start_at(command: list[str], point: str, folder: Path, **popen) -> subproces
             raise AssertionError(f"the run did not reach the point {point} in 300 s")
         time.sleep(0.005)
     marker.unlink()
-    return proc
 
 
 if __name__ == "__main__":
