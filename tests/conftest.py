@@ -263,6 +263,9 @@ def _skip_reason(report) -> str:
 
 
 class _SkipGuard:
+    """A plugin (registered in pytest_configure, so that it sees every test, the doctests of
+    src/neardup included, not only those under tests/) that sorts the skips by ALLOWED_SKIPS."""
+
     def __init__(self) -> None:
         self.allowed: list[tuple[str, str]] = []
         self.refused: list[tuple[str, str]] = []
@@ -278,34 +281,34 @@ class _SkipGuard:
         if (report.nodeid, reason) not in found:  # a module is collected twice (tests and doctests)
             found.append((report.nodeid, reason))
 
+    def pytest_runtest_logreport(self, report):
+        self.record(report)
 
-_SKIPS = _SkipGuard()
+    def pytest_collectreport(self, report):
+        self.record(report)  # a module skipped whole (importorskip at module level)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        import os
+
+        if os.environ.get("CI") and self.refused and session.exitstatus == 0:
+            session.exitstatus = 1
+
+    def pytest_terminal_summary(self, terminalreporter):
+        import os
+
+        write = terminalreporter.write_line
+        if self.allowed:
+            terminalreporter.section("allowed skips (tests/conftest.py ALLOWED_SKIPS)")
+            for nodeid, reason in self.allowed:
+                write(f"{nodeid}: {reason}")
+        if self.refused and os.environ.get("CI"):
+            terminalreporter.section(
+                "skips CI does not allow: the run fails (tests/conftest.py ALLOWED_SKIPS)", red=True
+            )
+            for nodeid, reason in self.refused:
+                write(f"{nodeid}: {reason}", red=True)
 
 
-def pytest_runtest_logreport(report):
-    _SKIPS.record(report)
-
-
-def pytest_collectreport(report):
-    _SKIPS.record(report)  # a module skipped whole (importorskip at module level)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    import os
-
-    if os.environ.get("CI") and _SKIPS.refused and session.exitstatus == 0:
-        session.exitstatus = 1
-
-
-def pytest_terminal_summary(terminalreporter):
-    import os
-
-    write = terminalreporter.write_line
-    if _SKIPS.allowed:
-        terminalreporter.section("allowed skips (tests/conftest.py ALLOWED_SKIPS)")
-        for nodeid, reason in _SKIPS.allowed:
-            write(f"{nodeid}: {reason}")
-    if _SKIPS.refused and os.environ.get("CI"):
-        terminalreporter.section("skips CI does not allow: the run fails (tests/conftest.py ALLOWED_SKIPS)", red=True)
-        for nodeid, reason in _SKIPS.refused:
-            write(f"{nodeid}: {reason}", red=True)
+def pytest_configure(config):
+    if not config.pluginmanager.has_plugin("neardup-skip-guard"):
+        config.pluginmanager.register(_SkipGuard(), "neardup-skip-guard")
