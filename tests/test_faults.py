@@ -84,6 +84,7 @@ FORCED = {
 }
 
 
+@pytest.mark.slow
 def test_kill_and_sigterm_at_each_point_leave_the_previous_or_the_complete_set(tmp_path, corpus):
     """SIGKILL and SIGTERM at each point of a run (tests/crash_points.py stops the run there until
     the signal comes, so each outcome is forced): before the handlers (the signal kills), during
@@ -155,6 +156,7 @@ def _mount_small(folder: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
 
 
+@pytest.mark.slow
 def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp_path, corpus):
     """On a 2 MB file system filled to leave less room than the outputs need, at several levels so
     that the disk fills during each of the outputs in turn."""

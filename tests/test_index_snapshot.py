@@ -452,6 +452,7 @@ WRITER = textwrap.dedent(
 POINTS = ("writing", "added", "saved")  # in the snapshot's temporary file; added, no snapshot; saved
 
 
+@pytest.mark.slow
 def test_kill_9_while_writing_the_snapshot_leaves_a_usable_index(tmp_path):
     """Writers killed at points of their loop of add and snapshot (each writer waits at its point
     until killed, so every point is reached): with the snapshot's temporary file half written,

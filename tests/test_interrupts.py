@@ -64,6 +64,7 @@ def _temporaries(folder):
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_an_interrupted_run_leaves_the_previous_outputs_and_no_temporaries(tmp_path, corpus, sig, code):
     """The signal at each point of a run (tests/crash_points.py holds the run there until it comes):
