@@ -5,7 +5,7 @@
 Two data sets (docs/evaluation.md shows the output):
 
 1. **Clough & Stevenson**, "Corpus of Plagiarised Short Answers" (``--clough``, default
-   ``/work/shared/data/clough-stevenson``; skipped when absent, never copied): each of the 95
+   ``../shared/data/clough-stevenson`` from the project root; skipped when absent, never copied): each of the 95
    answers against the Wikipedia source of its task. A pair counts as a near-duplicate when the
    answer is ``cut`` (copy-paste) or ``light`` (copy with light revision); ``heavy`` rewrites and
    ``non`` answers (written without the source) are negatives.
@@ -212,9 +212,13 @@ def web(sites_n: int, seed: int) -> None:
         report(title, measures(texts, pairs, char_edit=False), gold)
 
 
+#: ``../shared`` from the project root: the shared data sit next to the clone, never inside it
+CLOUGH = Path(__file__).resolve().parents[2] / "shared" / "data" / "clough-stevenson"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clough", type=Path, default=Path("/work/shared/data/clough-stevenson"))
+    ap.add_argument("--clough", type=Path, default=CLOUGH)
     ap.add_argument("--sites", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

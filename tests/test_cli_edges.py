@@ -120,6 +120,7 @@ def test_against_an_index_of_another_method_is_refused_naming_both(tmp_path, met
     run("dedup", corpus, "-o", out, "--against", path, "-q")  # no --method: the index's
 
 
+@pytest.mark.slow
 def test_against_a_simhash_index_with_method_minhash_is_refused(tmp_path):
     corpus = write_jsonl(tmp_path / "in.jsonl", docs("d", 6))
     path = tmp_path / "s.ndx"
@@ -256,6 +257,7 @@ def test_a_run_waits_for_the_commit_lock_and_then_replaces_the_whole_set(tmp_pat
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_concurrent_runs_writing_the_same_outputs_leave_one_runs_complete_set(tmp_path, two_corpora):
     """8 rounds of two real `neardup dedup` processes started together on different inputs and
     the same three outputs: both exit 0 and the outputs are one run's complete set every time."""

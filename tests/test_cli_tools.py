@@ -16,7 +16,7 @@ from neardup.eval.compare import compare, shingle_strings
 from neardup.methods.minhash import lsh
 from neardup.text.shingles import Shingling, shingle
 
-from conftest import REPO, SHARED_DATA
+from conftest import REPO, SHARED_DATA, news_clusters_by_brute_force
 
 cli = neardup_main
 COMMANDS = [neardup_main.commands[name] for name in ("tune", "compare", "eval", "report")]
@@ -281,7 +281,17 @@ def test_eval_on_a_real_dedup_run(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(run("eval", "--gold", truth, "--pred", tmp_path / "c.parquet", "--json").stdout)
     assert out["items"] == 360 and out["only_in_pred"] == 0 and out["only_in_gold"] == 0
-    assert out["precision"] > 0.95 and 0.3 < out["recall"] < 1
+    # the same scores as the brute-force reference's clusters (every pair compared, conftest.py)
+    ids = [json.loads(line)["id"] for line in news.read_text().splitlines()]
+    roots = news_clusters_by_brute_force()
+    (tmp_path / "ref.csv").write_text("id,cluster\n" + "".join(f"{i},{ids[r]}\n" for i, r in zip(ids, roots)))
+    ref = json.loads(run("eval", "--gold", truth, "--pred", tmp_path / "ref.csv", "--json").stdout)
+    assert (out["true_pairs"], out["pred_pairs"]) == (ref["true_pairs"], ref["pred_pairs"])
+    # every pair found is a planted copy; the run finds 81 of the 157 planted pairs (0.516: the
+    # copies edited below a similarity of 0.8 are not near-duplicates at this threshold). The seeds are fixed, so this is the same on every
+    # run; the bounds (77 to 86 pairs) admit a change of seed or band layout that moves a few
+    # pairs near 0.8 (whose estimate has a standard error of 0.035 at K = 128), not a regression.
+    assert out["precision"] == 1.0 and 0.49 < out["recall"] < 0.55
     out = json.loads(run("eval", "--gold", truth, "--pred", tmp_path / "p.csv", "--sweep", "--json").stdout)
     assert out["sweep"]["best"]["threshold"] >= 0.8  # the run's threshold bounds the sweep
 
@@ -363,7 +373,9 @@ def test_report_refuses_an_output_that_is_not_html(tmp_path, labelled, name):
     assert run("report", docs, "--clusters", pred, "-o", tmp_path / "R.HTM").exit_code == 0
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason="shared corpus not present")
+@pytest.mark.skipif(
+    not (SHARED_DATA / "clough-stevenson" / "files").is_dir(), reason=f"shared corpus not present at {SHARED_DATA}"
+)
 def test_compare_on_clough_stevenson_cut_answer_is_contained_in_its_source():
     files = SHARED_DATA / "clough-stevenson" / "files"
     res = run(

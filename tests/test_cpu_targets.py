@@ -98,6 +98,7 @@ def _host_features() -> set[str]:
 @pytest.mark.parametrize(
     ("target", "needs", "wide", "pack8"), [("haswell", "+avx2", False, True), ("x86-64", "+sse2", True, False)]
 )
+@pytest.mark.slow
 def test_target_build_gives_the_host_build_values(tmp_path, target, needs, wide, pack8):
     """The ``haswell`` (AVX2: the 32-bit-lane fold, first passes packed with pshufb) and
     ``x86-64`` (SSE2: the 64-bit fold, byte-by-byte first passes) builds give the first passes'

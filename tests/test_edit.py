@@ -225,11 +225,12 @@ def test_recommended_web_setting_merges_syndicated_copies_not_template_pages(ver
 
 def test_clough_stevenson_copies_are_closer_than_independent_answers():
     import csv
-    from pathlib import Path
 
-    root = Path("/work/shared/data/clough-stevenson")
+    from conftest import SHARED_DATA
+
+    root = SHARED_DATA / "clough-stevenson"
     if not (root / "file_information.csv").exists():
-        pytest.skip("Clough & Stevenson corpus not available (kept out of the repository)")
+        pytest.skip(f"shared corpus not present at {root}")
     rows = list(csv.DictReader((root / "file_information.csv").open(encoding="latin-1")))
     read = {r["File"]: (root / "files" / r["File"]).read_bytes().decode("latin-1") for r in rows}
     orig = {r["Task"]: read[r["File"]] for r in rows if r["Category"] == "orig"}

@@ -328,7 +328,7 @@ def test_tuning_agrees_with_lsh_and_lists_near_alternatives():
 CS = SHARED_DATA / "clough-stevenson"
 
 
-@pytest.mark.skipif(not (CS / "file_information.csv").is_file(), reason=f"corpus not present at {CS}")
+@pytest.mark.skipif(not (CS / "file_information.csv").is_file(), reason=f"shared corpus not present at {CS}")
 def test_clough_stevenson_script(tmp_path, monkeypatch):
     spec = importlib.util.spec_from_file_location("evaluate_cs", REPO / "scripts" / "evaluate_clough_stevenson.py")
     script = importlib.util.module_from_spec(spec)

@@ -1,4 +1,4 @@
-"""Fault injection on real `neardup dedup` processes: kill -9 and SIGTERM at random points, and a
+"""Fault injection on real `neardup dedup` processes: kill -9 and SIGTERM at each point of a run, and a
 full disk at several points. Whatever happens, the outputs are the previous set or the complete
 new set (never a mix, never a part), an error is one line, and no temporary file outlives the
 next run."""
@@ -19,6 +19,7 @@ import pytest
 from neardup.io.transaction import recover
 
 from conftest import wait_until_handling
+from crash_points import start_at
 
 OUTPUTS = ("kept.jsonl", "removed.jsonl", "clusters.csv", "pairs.parquet", "skipped.csv", "stats.json")
 
@@ -73,21 +74,34 @@ def leftovers(out: Path) -> list[str]:
     return sorted(p.name for p in out.iterdir() if p.name.startswith("."))
 
 
-def test_kill_and_sigterm_at_random_points_leave_the_previous_or_the_complete_set(tmp_path, corpus):
-    """32 trials (16 SIGKILL, 16 SIGTERM) at random times: 4 during start-up, 28 over the work
-    (timed from when the command has installed its signal handlers, so a loaded machine's slow
-    start-up does not push every signal before the work)."""
+# where a signal lands -> the set it leaves (after recover() where a SIGKILL left a journal)
+FORCED = {
+    "startup": "previous",
+    "work": "previous",
+    "commit": "previous",
+    "rename": "complete",
+    "committed": "complete",
+}
+
+
+@pytest.mark.slow
+def test_kill_and_sigterm_at_each_point_leave_the_previous_or_the_complete_set(tmp_path, corpus):
+    """SIGKILL and SIGTERM at each point of a run (tests/crash_points.py stops the run there until
+    the signal comes, so each outcome is forced): before the handlers (the signal kills), during
+    the job, with every output written but none replaced, between two renames of the commit (a
+    SIGKILL leaves the journal, recover() finishes it; SIGTERM finishes the renames itself) and
+    after the commit. Then 6 signals at random times over the run, where only the invariant is
+    asserted: the previous set or the complete one, never a mix."""
     if not Path("/proc/self/status").exists():
         pytest.skip("needs /proc to see when the command is past its start-up")
     out = tmp_path / "out"
     out.mkdir()
     args = command(corpus, out)
     proc = subprocess.Popen(args)
-    t0 = time.perf_counter()
     assert wait_until_handling(proc, signal.SIGTERM)
     t1 = time.perf_counter()
     assert proc.wait() == 0
-    startup, work = t1 - t0, time.perf_counter() - t1
+    work = time.perf_counter() - t1
     complete = state(out)
     assert set(complete) == set(OUTPUTS)
     previous = {name: f"previous {name}\n".encode() for name in OUTPUTS}
@@ -96,18 +110,7 @@ def test_kill_and_sigterm_at_random_points_leave_the_previous_or_the_complete_se
         for name, data in previous.items():
             (out / name).write_bytes(data)
 
-    reset()
-    rng = np.random.default_rng(42)
-    outcomes = {"previous": 0, "complete": 0}
-    for trial in range(32):
-        sig = signal.SIGKILL if trial % 2 == 0 else signal.SIGTERM
-        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
-        if trial < 4:
-            time.sleep(float(rng.uniform(0.0, startup)))
-        else:
-            wait_until_handling(proc, signal.SIGTERM)
-            time.sleep(float(rng.uniform(0.0, work * 1.1)))
-        proc.send_signal(sig)
+    def outcome_of(proc, sig) -> str:
         _, err = proc.communicate(timeout=120)
         assert "Traceback" not in err, err
         assert proc.returncode in (0, -signal.SIGKILL, -signal.SIGTERM, 143), (proc.returncode, err)
@@ -115,17 +118,32 @@ def test_kill_and_sigterm_at_random_points_leave_the_previous_or_the_complete_se
             assert err.strip().count("\n") == 0, err  # one clean line
             # SIGTERM: the process removed its own temporaries (a SIGKILLed one's wait for the next run)
             assert [n for n in leftovers(out) if f".{proc.pid}." in n] == []
-        if not any(name.startswith(".neardup-commit.") for name in leftovers(out)):
-            now = state(out)  # no commit under way: already one whole set
-        else:
+        if any(name.startswith(".neardup-commit.") for name in leftovers(out)):
+            assert sig == signal.SIGKILL, leftovers(out)  # only a killed commit leaves its journal
             recover(out)  # killed between two renames: what the next run does first
-            now = state(out)
-        assert now in (previous, complete), f"trial {trial}: a mixed or partial set"
-        outcomes["previous" if now == previous else "complete"] += 1
+        now = state(out)
+        assert now in (previous, complete), "a mixed or partial set"
         if now == complete:
             reset()
-    assert outcomes["previous"] > 0 and outcomes["complete"] > 0, outcomes
-    print(f"kill/SIGTERM trials: {outcomes}, start-up {startup:.2f} s, work {work:.2f} s")
+        return "previous" if now == previous else "complete"
+
+    reset()
+    for point, expected in FORCED.items():
+        for sig in (signal.SIGKILL, signal.SIGTERM):
+            proc = start_at(args, point, tmp_path, stderr=subprocess.PIPE, text=True)
+            proc.send_signal(sig)
+            got = outcome_of(proc, sig)
+            assert got == expected, (point, sig, got)
+            handled = point != "startup" and sig == signal.SIGTERM
+            assert proc.returncode == (143 if handled else -sig), (point, sig, proc.returncode)
+    rng = np.random.default_rng(42)
+    for trial in range(6):
+        sig = signal.SIGKILL if trial % 2 == 0 else signal.SIGTERM
+        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        wait_until_handling(proc, signal.SIGTERM)
+        time.sleep(float(rng.uniform(0.0, work * 1.1)))
+        proc.send_signal(sig)
+        outcome_of(proc, sig)
     # the next run removes what kill -9 left behind
     subprocess.run(args, check=True)
     assert state(out) == complete and leftovers(out) == []
@@ -138,6 +156,7 @@ def _mount_small(folder: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.decode().strip()}")
 
 
+@pytest.mark.slow
 def test_disk_full_at_several_points_is_one_line_and_leaves_the_previous_set(tmp_path, corpus):
     """On a 2 MB file system filled to leave less room than the outputs need, at several levels so
     that the disk fills during each of the outputs in turn."""

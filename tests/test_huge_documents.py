@@ -51,6 +51,7 @@ _texts = st.text(st.sampled_from(_ALPHABET), max_size=300)
 
 @settings(max_examples=150, deadline=None)
 @given(text=_texts, n=st.sampled_from([1, 2, 3, 5, 9]), window=st.integers(1, 40), casefold=st.booleans())
+@pytest.mark.slow
 def test_windowed_minhash_equals_the_whole_document(text, n, window, casefold):
     sh = Shingling("word", n, casefold=casefold)
     a, b = permutations(np.uint64(7), 64)
@@ -73,6 +74,7 @@ def test_windowed_minhash_equals_the_whole_document(text, n, window, casefold):
     casefold=st.booleans(),
     strip=st.booleans(),
 )
+@pytest.mark.slow
 def test_windowed_char_minhash_equals_the_whole_document(text, n, window, casefold, strip):
     sh = Shingling("char", n, strip_punctuation=strip, casefold=casefold)
     a, b = permutations(np.uint64(7), 64)
@@ -99,6 +101,7 @@ def test_windowed_char_minhash_equals_the_whole_document(text, n, window, casefo
     k=st.sampled_from([16, 24]),
     kind=st.sampled_from(["word", "char"]),
 )
+@pytest.mark.slow
 def test_windowed_oph_equals_the_whole_document(text, n, window, k, kind):
     sh = Shingling(kind, n)
     params = oph_params(3)
@@ -238,6 +241,7 @@ def baseline_mb(tmp_path_factory) -> float:
 
 @needs_time
 @pytest.mark.parametrize("options", [["--sketch", "classic"], ["--sketch", "oph"], ["--char-ngram", "5"]])
+@pytest.mark.slow
 def test_a_60_mb_document_takes_at_most_2_3_times_its_size(tmp_path, baseline_mb, options):
     big = _jsonl(tmp_path / "big.jsonl", [_words_text(random.Random(5), 60_000_000), "small one"])
     peak = _max_rss_mb([str(big), "-o", str(tmp_path / "b.jsonl"), "--verify", "exact", *options])
@@ -250,6 +254,7 @@ def test_a_60_mb_document_takes_at_most_2_3_times_its_size(tmp_path, baseline_mb
 
 
 @needs_time
+@pytest.mark.slow
 def test_a_non_ascii_document_takes_at_most_3_8_times_its_size(tmp_path, baseline_mb):
     rng = random.Random(7)
     words = ["".join(rng.choice("abcdefghijklmnopéüßàöç") for _ in range(rng.randint(2, 9))) for _ in range(20000)]
@@ -265,6 +270,7 @@ def test_a_non_ascii_document_takes_at_most_3_8_times_its_size(tmp_path, baselin
 
 
 @needs_time
+@pytest.mark.slow
 def test_two_40_mb_near_duplicates_verified_exactly_take_at_most_3_6_times_their_size(tmp_path, baseline_mb):
     text = _words_text(random.Random(6), 40_000_000)
     cut = text.rfind(" ", 0, len(text) // 2)

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -419,24 +418,46 @@ class _Evil:
 
 WRITER = textwrap.dedent(
     """
-    import sys
+    import sys, time
     import neardup
-    path = sys.argv[1]
+    from neardup.index import snapshot
+
+    path, name, point, stop_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    step = {"i": 0}
+    write_sparse = snapshot._write_sparse
+
+    def stop(where):
+        if where == point and step["i"] == stop_at:
+            print("at", where, flush=True)  # the test kills the process now
+            time.sleep(600)
+
+    def stopping_write_sparse(*args):
+        write_sparse(*args)
+        stop("writing")  # the first array is in the temporary file, the rest is not
+
+    snapshot._write_sparse = stopping_write_sparse
     with neardup.Index.open(path, "a") as index:
         print("ready", flush=True)
-        i = 0
-        while True:
-            index.add([f"k{sys.argv[2]}-{i}"], [f"text number {i} of writer {sys.argv[2]} " * 20])
+        for i in range(stop_at + 1):
+            step["i"] = i
+            index.add([f"k{name}-{i}"], [f"text number {i} of writer {name} " * 20])
+            stop("added")
             index.save_snapshot()
-            print(f"saved k{sys.argv[2]}-{i}", flush=True)
-            i += 1
+            print(f"saved k{name}-{i}", flush=True)
+            stop("saved")
+    print("missed", point, flush=True)
+    sys.exit(3)
     """
 )
+POINTS = ("writing", "added", "saved")  # in the snapshot's temporary file; added, no snapshot; saved
 
 
+@pytest.mark.slow
 def test_kill_9_while_writing_the_snapshot_leaves_a_usable_index(tmp_path):
-    """Writers killed at random points while they rewrite the snapshot in a loop: every open
-    after that answers as a rebuild does, `check` passes, and stray temporary files go away."""
+    """Writers killed at points of their loop of add and snapshot (each writer waits at its point
+    until killed, so every point is reached): with the snapshot's temporary file half written,
+    after an add not yet in the snapshot, after a saved snapshot. Every open after that answers as
+    a rebuild does, `check` passes, and stray temporary files go away."""
     rng = np.random.default_rng(3)
     config = MinHashConfig(threshold=0.6)
     texts = corpus(20_000)
@@ -447,27 +468,29 @@ def test_kill_9_while_writing_the_snapshot_leaves_a_usable_index(tmp_path):
     script.write_text(WRITER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     acknowledged: set[str] = set()
-    mid_write = 0  # trials killed while a temporary snapshot file existed
-    for trial in range(16):
-        proc = subprocess.Popen(
-            [sys.executable, str(script), str(path), str(trial)], stdout=subprocess.PIPE, text=True, env=env
-        )
+    for trial in range(12):
+        point = POINTS[trial % 3]
+        args = [sys.executable, str(script), str(path), str(trial), point, str(int(rng.integers(0, 3)))]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout.readline().strip() == "ready"
-        threading.Event().wait(float(rng.uniform(0.0, 0.5)))
+        for line in proc.stdout:
+            if line.startswith("saved "):
+                acknowledged.add(line.split()[1])
+            else:
+                assert line.strip() == f"at {point}", line
+                break
         proc.kill()
-        rest, _ = proc.communicate()
-        acknowledged.update(line.split()[1] for line in rest.splitlines() if line.startswith("saved "))
-        mid_write += any(".lookup.tmp-" in f for f in os.listdir(tmp_path))
+        proc.communicate()
+        stray = [f for f in os.listdir(tmp_path) if f.endswith(f".lookup.tmp-{proc.pid}")]
+        assert bool(stray) == (point == "writing"), (point, stray)  # killed with its temporary file half written
         expected = rebuilt(path, queries)
         with neardup.Index.open(path) as index:
             assert answers(index, queries) == expected
             assert acknowledged <= set(index)
         assert neardup.Index.check_file(path) == []
-    assert mid_write >= 1, "no writer was killed while writing its snapshot"
     with neardup.Index.open(path, "a") as index:
         index.save_snapshot()
     assert not [f for f in os.listdir(tmp_path) if ".lookup.tmp-" in f]
-    print({"trials": 16, "acknowledged": len(acknowledged), "killed_while_writing": mid_write})
 
 
 # ---------------------------------------------------------------------- sketching on threads

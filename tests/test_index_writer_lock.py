@@ -187,6 +187,7 @@ def test_a_failed_second_open_in_the_writers_process_keeps_sqlites_locks(index_f
     neardup.Index.open(link, "a").close()  # and the lock went with the writer
 
 
+@pytest.mark.slow
 def test_a_second_server_through_a_link_or_after_rm_lock_does_not_start(tmp_path):
     """The issue's case: a second `neardup serve` through a hard link answered 200 to adds that
     were then lost. Now it does not start (one line, exit 1) while the first serves, and every

@@ -344,14 +344,71 @@ def test_parquet_with_a_column_named_twice_is_refused_and_binary_ids_are_text(tm
 # unreadable inputs
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
-def test_a_file_without_read_permission_is_a_clear_error(tmp_path):
-    p = tmp_path / "locked.jsonl"
-    p.write_bytes(_records(3))
-    p.chmod(0)
-    with pytest.raises(InputError, match=r"locked\.jsonl: cannot read the file"):
-        read_all([p])
-    assert read_all([p], on_error="skip")[2].reasons == {"unreadable file": 1}
+def _unprivileged_user() -> tuple[int, int]:
+    """The uid and gid of the user .ci/run makes (``neardup-ci``), else ``nobody``."""
+    import pwd
+
+    for name in ("neardup-ci", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    pytest.fail("no unprivileged user (neardup-ci or nobody) to run the permission check as")
+
+
+def as_unprivileged(check) -> None:
+    """``check()`` here, or, as root (who reads a file whatever its mode), in a forked child that
+    drops to ``neardup-ci`` (made by .ci/run) or ``nobody`` first; its failure fails the test."""
+    import traceback
+
+    if os.geteuid() != 0:
+        check()
+        return
+    uid, gid = _unprivileged_user()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report a failure through the pipe, never return into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            check()
+            code = 0
+        except BaseException:
+            os.write(write_end, traceback.format_exc().encode())
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        error = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, error
+
+
+def test_a_file_without_read_permission_is_a_clear_error():
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="neardup-perm-"))  # not pytest's tmp_path: that one is 0700
+    try:
+        folder.chmod(0o755)
+        (folder / "readable.jsonl").write_bytes(_records(3))
+        assert read_all([folder / "readable.jsonl"])[0] == ["r0", "r1", "r2"]  # kernels compiled here, not as the user
+        p = folder / "locked.jsonl"
+        p.write_bytes(_records(3))
+        p.chmod(0)
+
+        def check():
+            with pytest.raises(InputError, match=r"locked\.jsonl: cannot read the file"):
+                read_all([p])
+            assert read_all([p], on_error="skip")[2].reasons == {"unreadable file": 1}
+
+        as_unprivileged(check)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_file_whose_reads_fail_is_a_clear_error_even_for_root(tmp_path):

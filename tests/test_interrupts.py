@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli as run
-from conftest import wait_until_handling
+from crash_points import start_at
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +64,13 @@ def _temporaries(folder):
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_an_interrupted_run_leaves_the_previous_outputs_and_no_temporaries(tmp_path, corpus, sig, code):
-    """Signals at several points of a run: the outputs are the previous set or the complete new set,
-    no temporary file is left, the exit status says what happened."""
+    """The signal at each point of a run (tests/crash_points.py holds the run there until it comes):
+    during the job and with every output written but none replaced, the previous set stays; between
+    two renames of the commit and after it, the complete new set is in place. Each time: no
+    temporary file is left, one clean line, the exit status of the signal."""
     out = tmp_path / "out"
     out.mkdir()
     args = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(out / "kept.jsonl"),
@@ -77,28 +80,18 @@ def test_an_interrupted_run_leaves_the_previous_outputs_and_no_temporaries(tmp_p
     for name in complete:
         (out / name).write_bytes(b"previous\n")
     previous = {p.name: p.read_bytes() for p in out.iterdir()}
-    rng = np.random.default_rng(int(sig))
-    outcomes = []
-    for delay in np.sort(rng.uniform(0.0, 1.5, 5)):
-        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
-        wait_until_handling(proc, signal.SIGTERM)  # past start-up, however slow the machine is
-        time.sleep(delay)
+    forced = {"work": previous, "commit": previous, "rename": complete, "committed": complete}
+    for point, expected in forced.items():
+        proc = start_at(args, point, tmp_path, stderr=subprocess.PIPE, text=True)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
-        # -sig: the signal came before the command installed its handlers (during start-up)
-        assert proc.returncode in (code, 0, -sig), err
-        state = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.endswith(".tmp")}
-        assert _temporaries(out) == []
-        if proc.returncode in (code, -sig):
-            assert "Traceback" not in err and err.strip().count("\n") == 0, err  # one clean line (or none)
-            # each output is whole: the previous file or the complete new one
-            assert all(state[n] in (previous[n], complete[n]) for n in complete)
-        else:
-            assert state == complete
-            for name in complete:  # back to the previous set for the next trial
-                (out / name).write_bytes(previous[name])
-        outcomes.append(proc.returncode)
-    assert code in outcomes
+        assert proc.returncode == code, (point, err)
+        assert "Traceback" not in err and err.strip().count("\n") == 0, err  # one clean line
+        assert _temporaries(out) == [] and not any(p.name.startswith(".") for p in out.iterdir())
+        state = {p.name: p.read_bytes() for p in out.iterdir()}
+        assert state == expected, point
+        for name in complete:  # back to the previous set for the next trial
+            (out / name).write_bytes(previous[name])
 
 
 def test_a_killed_run_leaves_its_temporary_file_and_the_next_run_removes_it(tmp_path, corpus):

@@ -474,14 +474,21 @@ def test_50mb_document(tmp_path):
 
 
 def test_jsonl_read_throughput(tmp_path):
-    """~25 MB of JSONL must parse well above 25 MB/s (measured ~400 MB/s); a loose guard."""
+    """~25 MB of JSONL parse at well over 25 MB/s of CPU time (measured ~400 MB/s): a guard against
+    a fall to a per-record Python path, not a benchmark (benchmarks/ measure the speed).
+
+    The clock is the process's CPU time (every thread), which other processes' load does not
+    inflate, and it starts after a warm-up read: a cold numba cache compiles the scanner inside the
+    first read (24.5 MB took 3.9 s when that fell in the timed read)."""
     text = "lorem ipsum dolor sit amet " * 90
     path = write_jsonl(tmp_path / "t.jsonl", [{"id": i, "text": text} for i in range(10_000)])
-    t = time.perf_counter()
+    warm = write_jsonl(tmp_path / "warm.jsonl", [{"id": i, "text": text} for i in range(100)])
+    assert len(read_all([warm])[0]) == 100
+    t = time.process_time()
     ids, _, stats = read_all([path])
-    dt = time.perf_counter() - t
+    cpu = time.process_time() - t
     assert len(ids) == 10_000
-    assert stats.bytes_read / dt > 25e6
+    assert stats.bytes_read / max(cpu, 1e-3) > 25e6
 
 
 # --------------------------------------------------------------------------------------------
@@ -661,9 +668,10 @@ def test_write_table_checks_and_speed(tmp_path):
     assert (tmp_path / "empty.jsonl").read_bytes() == b""
     n = 300_000
     cols = {"id_a": np.arange(n).astype(str), "id_b": np.arange(n), "similarity": np.full(n, 0.75)}
-    t = time.perf_counter()
+    write_table({k: v[:100] for k, v in cols.items()}, tmp_path / "warm.jsonl")  # kernels compiled before the clock
+    t = time.process_time()  # CPU time: other processes' load does not inflate it
     write_table(cols, tmp_path / "p.jsonl")
-    assert time.perf_counter() - t < 5  # ~1M rows in a couple of seconds
+    assert time.process_time() - t < 5  # a loose guard against a per-row Python path: ~1M rows in a couple of seconds
     lines = (tmp_path / "p.jsonl").read_bytes().splitlines()
     assert len(lines) == n and orjson.loads(lines[-1]) == {"id_a": str(n - 1), "id_b": n - 1, "similarity": 0.75}
 

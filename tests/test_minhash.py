@@ -438,7 +438,6 @@ def test_broder_ninety_of_hundred_curve():
     assert 0.988 < broder_tail(0.95) < 0.989
 
 
-@pytest.mark.skipif(not hasattr(mh_mod, "acceptance_probability"), reason="no acceptance_probability yet")
 @pytest.mark.parametrize("s", [0.0, 0.3, 0.5, 0.8, 0.9, 0.95, 0.96, 1.0])
 def test_acceptance_probability_matches_binomial_tail(s):
     """acceptance_probability(s, 100, 0.9) equals the exact binomial tail (relative 1e-9)."""
@@ -446,7 +445,6 @@ def test_acceptance_probability_matches_binomial_tail(s):
     assert got == pytest.approx(broder_tail(s), rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.skipif(not hasattr(mh_mod, "acceptance_probability"), reason="no acceptance_probability yet")
 def test_acceptance_probability_edges():
     """Threshold 0 accepts everything; s outside [0, 1] is an error; K = 128, t = 0.5 is the tail at 64."""
     ap = mh_mod.acceptance_probability

@@ -241,28 +241,70 @@ def test_writes_refused_without_a_token_and_listens_on_loopback(tmp_path):
         assert s.stop() == 0
 
 
-def test_sigterm_drains_and_kill_9_loses_no_acknowledged_insert(tmp_path):
+def test_sigterm_drains_and_kill_9_loses_no_acknowledged_insert(tmp_path, monkeypatch):
+    """Three servers, each given 30 inserts (each acknowledged before the next is sent) and then
+    one insert it holds in flight (tests/crash_points.py, point held-add) until the signal has
+    come: kill -9 twice (the held insert gets no answer and is not added), then SIGTERM, which
+    drains: released once the server has stopped listening, the held insert is answered 200 and
+    the server exits 0. Every acknowledged insert is in the index and check() passes."""
+    from crash_points import at_point, wait_at
+
     path = tmp_path / "i.ndx"
     neardup.Index.create(path, MinHashConfig()).close()
+    marker = tmp_path / "held"
+    release = tmp_path / "held.release"
+    real_popen = subprocess.Popen
+
+    def popen_at_point(command, **kwargs):  # Server's `python -m neardup serve` through crash_points.py
+        return real_popen(at_point(list(command), "held-add", marker), **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen_at_point)
     acknowledged = []
     for trial in range(3):
         s = Server(path)
-        stop_at = time.monotonic() + 0.5 + 0.3 * trial
-        k = 0
-        while time.monotonic() < stop_at and k < 500:  # a bounded stream of inserts
+        for k in range(30):
             doc_id = f"t{trial}-{k}"
             r = s.client.post(
                 "/v1/documents", json={"documents": [{"id": doc_id, "text": f"doc {doc_id} " * 20}]}, headers=AUTH
             )
-            if r.status_code == 200:
-                acknowledged.append(doc_id)
-            k += 1
+            assert r.status_code == 200, r.text
+            acknowledged.append(doc_id)
+        held: dict = {}
+
+        def send(doc_id=f"t{trial}-held"):
+            body = {"documents": [{"id": doc_id, "text": f"doc {doc_id} " * 20}]}
+            try:
+                held["response"] = s.client.post("/v1/documents", json=body, headers=AUTH)
+            except httpx.HTTPError as exc:
+                held["error"] = exc
+
+        thread = threading.Thread(target=send)
+        thread.start()
+        wait_at(s.proc, marker, "held-add")
         if trial < 2:
             assert s.stop(signal.SIGKILL) == -signal.SIGKILL
+            thread.join(60)
+            assert "error" in held, held  # never answered
         else:
-            assert s.stop(signal.SIGTERM) == 0  # drains and exits 0
+            s.proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # the server shuts down: it stops listening first
+                try:
+                    socket.create_connection(("127.0.0.1", s.port), timeout=1).close()
+                except OSError:
+                    break
+                time.sleep(0.01)
+            else:
+                raise AssertionError("the server kept listening 60 s after SIGTERM")
+            release.touch()
+            thread.join(60)
+            assert held["response"].status_code == 200, held  # drained: the request in flight is answered
+            acknowledged.append(f"t{trial}-held")
+            assert s.proc.wait(60) == 0
+        s.client.close()
     with neardup.Index.open(path) as index:
-        assert set(acknowledged) <= set(index) and len(acknowledged) > 10
+        assert set(acknowledged) <= set(index) and len(acknowledged) == 91
+        assert "t0-held" not in index and "t1-held" not in index  # killed before they were added
         assert index.check() == []
 
 

@@ -45,9 +45,14 @@ The answer is the reference engine's, which the contract tests require to be the
 engine's: same ids, clusters, kept documents, similarities and pairs. See docs/scaling.md for
 the measurements and what remains on this process.
 
->>> from dask.distributed import Client, LocalCluster  # doctest: +SKIP
->>> engine = DaskEngine(Client(LocalCluster(n_workers=2, threads_per_worker=1)))  # doctest: +SKIP
->>> neardup.dedup(["docs.jsonl"], engine=engine)  # doctest: +SKIP
+>>> import neardup
+>>> texts = ["the cat sat on the mat and looked out of the window at the rain today",
+...          "the cat sat on the mat and looked out of the window at the rain today!",
+...          "a completely different sentence about something else entirely here"]
+>>> with local_client(2) as client:  # or Client(LocalCluster(...)), Client("tcp://scheduler:8786")
+...     result = neardup.dedup(texts, neardup.MinHashConfig(), engine=DaskEngine(client))
+>>> result.n_documents, result.n_removed, result.keep_mask.tolist()
+(3, 1, [True, False, True])
 """
 
 from __future__ import annotations

@@ -36,8 +36,12 @@ def input_format(path: str | os.PathLike) -> str:
     Raises :class:`InputError` (with ``line=None``) if the path does not exist or its extension is
     not one of the supported ones.
 
-    >>> input_format("corpus.jsonl.zst")  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> open(os.path.join(folder, "corpus.jsonl.zst"), "wb").close()
+    >>> input_format(os.path.join(folder, "corpus.jsonl.zst"))
     'jsonl'
+    >>> import shutil; shutil.rmtree(folder)
     """
     name = str(path)
     if os.path.isdir(name):

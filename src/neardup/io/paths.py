@@ -293,9 +293,9 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
     Raises :class:`InputError` for a missing path, an unknown extension, a glob without a match,
     ``-`` without ``input_format``, or a URL whose filesystem package is not installed.
 
-    >>> expand_inputs(["memory://none.jsonl"])  # doctest: +SKIP
+    >>> expand_inputs(["no-such-folder/docs.jsonl"])
     Traceback (most recent call last):
-    neardup.core.errors.InputError: memory://none.jsonl: no such file or directory
+    neardup.core.errors.InputError: no-such-folder/docs.jsonl: no such file or directory
     """
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}")

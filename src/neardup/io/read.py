@@ -124,10 +124,19 @@ def read_documents(
     :func:`neardup.text.html.html_to_text` (``.html``/``.htm`` files of a directory are always converted,
     ``.txt`` files never). ``main_content=True``: keep only the main block of each HTML page.
 
+    >>> import gzip, json, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.jsonl.gz")
+    >>> with gzip.open(path, "wt") as f:
+    ...     for i in range(1, 4):
+    ...         print(json.dumps({"id": f"doc-{i}", "text": f"text {i}"}), file=f)
+    ...     print("not json", file=f)
     >>> stats = ReadStats()
-    >>> for batch in read_documents(["docs.jsonl.gz"], on_error="skip", stats=stats):  # doctest: +SKIP
+    >>> for batch in read_documents([path], on_error="skip", stats=stats):
     ...     print(batch.start, batch.ids[:2])
     0 ['doc-1', 'doc-2']
+    >>> dict(stats.reasons)
+    {'malformed JSON': 1}
+    >>> import shutil; shutil.rmtree(os.path.dirname(path))
     """
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")

@@ -193,10 +193,25 @@ def _fsync_dir(path: Path) -> None:
 class OutputSet:
     """The outputs of one run, replaced together by :meth:`commit` (see the module docs).
 
-    >>> with OutputSet() as outputs:  # doctest: +SKIP
-    ...     write_kept(inputs, keep, "kept.jsonl", outputs=outputs)
-    ...     write_table(columns, "clusters.csv", outputs=outputs)
+    >>> import json, os, tempfile
+    >>> import numpy as np
+    >>> from neardup.io.write import write_kept, write_table
+    >>> folder = tempfile.mkdtemp()
+    >>> docs = os.path.join(folder, "docs.jsonl")
+    >>> with open(docs, "w") as f:
+    ...     for key, text in zip("abc", ["x y", "x y", "z"]):
+    ...         print(json.dumps({"id": key, "text": text}), file=f)
+    >>> visible = lambda: sorted(n for n in os.listdir(folder) if not n.startswith("."))
+    >>> with OutputSet() as outputs:
+    ...     write_kept([docs], np.array([True, False, True]), f"{folder}/kept.jsonl", outputs=outputs)
+    ...     write_table({"id": list("abc"), "cluster": list("aac")}, f"{folder}/clusters.csv", outputs=outputs)
+    ...     visible()  # staged: nothing in place before the commit
     ...     outputs.commit()
+    2
+    ['docs.jsonl']
+    >>> visible()
+    ['clusters.csv', 'docs.jsonl', 'kept.jsonl']
+    >>> import shutil; shutil.rmtree(folder)
     """
 
     def __init__(self) -> None:

@@ -714,7 +714,17 @@ def write_kept(
     ``workers``: threads that find and copy the kept lines of JSONL -> JSONL copies
     (:func:`~neardup.io.jsonl_threads.copy_kept_threaded`); the bytes do not depend on it.
 
-    >>> n = write_kept(["docs.jsonl"], keep, "out/kept.jsonl.zst")  # doctest: +SKIP
+    >>> import json, os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(f"{folder}/docs.jsonl", "w") as f:
+    ...     for key, text in zip("abc", ["x y", "x y", "z"]):
+    ...         print(json.dumps({"id": key, "text": text}), file=f)
+    >>> write_kept([f"{folder}/docs.jsonl"], np.array([True, False, True]), f"{folder}/out/kept.jsonl")
+    2
+    >>> print(open(f"{folder}/out/kept.jsonl").read(), end="")
+    {"id": "a", "text": "x y"}
+    {"id": "c", "text": "z"}
+    >>> import shutil; shutil.rmtree(folder)
     """
     pol = make_policy(text_field, id_field, on_error, None, id_policy=id_policy, snapshot=snapshot)
     sources = resolve_inputs(paths, input_format)
@@ -879,7 +889,14 @@ def write_table(columns: dict[str, np.ndarray | list], path, outputs: OutputSet 
     Floats are written exactly (shortest round-trip form in JSONL and CSV). ``outputs``: write
     as one output of that :class:`~neardup.io.transaction.OutputSet`.
 
-    >>> write_table({"id": ["a", "b"], "cluster": np.array([0, 0])}, "out/clusters.csv")  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "clusters.csv")
+    >>> write_table({"id": ["a", "b"], "cluster": np.array([0, 0]), "similarity": [1.0, 0.75]}, path)
+    >>> print(open(path).read(), end="")
+    "id","cluster","similarity"
+    "a",0,1
+    "b",0,0.75
+    >>> import shutil; shutil.rmtree(os.path.dirname(path))
     """
     fmt = output_format(path)
     if not columns:
