@@ -146,3 +146,29 @@ def test_the_longest_member_is_chosen_a_stretch_at_a_time(tmp_path):
     lengths = rng.integers(0, 20, n)  # many ties
     got = _longest_spilled(root, lengths, tiny(tmp_path), 64)
     assert np.array_equal(got, choose_kept(root, "longest", lengths))
+
+
+@pytest.mark.parametrize("method", ["exact", "simhash", "imatch"])
+@pytest.mark.parametrize(
+    "texts",
+    [[], [""], ["", ""], ["one text here and more words"], ["a b c d e f"] * 3 + [""], ["x y z w v u t s"] * 2],
+    ids=["none", "one-empty", "two-empty", "one", "copies-and-empty", "two-copies"],
+)
+def test_tiny_collections_under_a_tiny_budget_answer_as_in_memory(method, texts):
+    from neardup.core.documents import InMemorySource
+    from neardup.engine import LocalEngine
+    from neardup.methods.registry import get_method
+
+    config = get_method(method)()
+    for want_pairs in (False, True):
+        for keep in ("first", "longest"):
+            base = LocalEngine(1).run(config.plan(), InMemorySource(texts), want_pairs=want_pairs, keep=keep)
+            other = LocalEngine(1, memory="16KB").run(
+                config.plan(), InMemorySource(texts), want_pairs=want_pairs, keep=keep
+            )
+            for name in ("root", "kept", "similarity", "empty"):
+                assert np.array_equal(getattr(base, name), getattr(other, name)), name
+            assert base.counters == other.counters
+            if want_pairs:
+                for x, y in zip(base.pairs, other.pairs):
+                    assert np.array_equal(x, y)

@@ -94,7 +94,7 @@ def search_external(
     ``values`` (uint64[n] or uint64[n, 2]) and shingle ``counts``, under ``spill`` (see the
     module docs)."""
     n = len(values)
-    words = values.reshape(n, -1)
+    words = values.reshape(-1, 1) if values.ndim == 1 else values  # uint64[n, W]
     parent = _forest(n, spill)
     uniq, heads, sizes, ordered = _distinct(words, counts, parent, want_pairs, spill)
     nuniq = len(heads)
