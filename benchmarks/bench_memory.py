@@ -2,6 +2,7 @@
 """Peak memory, wall time and temporary disk of ``neardup dedup`` with and without a memory budget.
 
     python benchmarks/bench_memory.py [--docs 100000,1000000,3000000] [--memory 2GB] [--workers 2]
+    python benchmarks/bench_memory.py --docs 1000000 --corpus C.jsonl --method simhash --memory 300MB
 
 For every size of the generated corpus (``examples/generate_corpus.py``, cached under
 ``benchmarks/_data/``) the same job runs twice, in its own subprocess: without ``--memory`` (the
@@ -65,9 +66,9 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def run_job(corpus: Path, out: Path, workers: int, memory: str | None, tmp_dir: str) -> dict:
+def run_job(corpus: Path, out: Path, workers: int, memory: str | None, tmp_dir: str, method: str = "minhash") -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(out / "kept.jsonl")]
+    cmd = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(out / "kept.jsonl"), "--method", method]
     cmd += ["--stats", str(out / "stats.json"), "--workers", str(workers), "-q", "--no-space-check"]
     if memory is not None:
         cmd += ["--memory", memory, "--tmp-dir", tmp_dir]
@@ -119,18 +120,23 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tmp-dir", default=tempfile.gettempdir(), help="where the bounded runs spill")
     ap.add_argument("--dup-fraction", type=float, default=0.2)
+    ap.add_argument("--method", default="minhash", help="the job's method (its defaults)")
+    ap.add_argument(
+        "--corpus", default=None, help="a JSON Lines corpus of --docs documents to use instead of generating one"
+    )
     args = ap.parse_args()
     sizes = [int(x) for x in args.docs.split(",")]
     rows = []
     scratch = Path(tempfile.mkdtemp(prefix="bench-memory-", dir=ROOT / "benchmarks"))
     try:
         for n in sizes:
-            corpus, _ = ensure_corpus(n, 1, args.dup_fraction)
+            corpus = Path(args.corpus) if args.corpus else ensure_corpus(n, 1, args.dup_fraction)[0]
             for memory in (None, args.memory):
-                row = run_job(corpus, scratch / f"{n}-{memory}", args.workers, memory, args.tmp_dir)
+                row = run_job(corpus, scratch / f"{n}-{memory}", args.workers, memory, args.tmp_dir, args.method)
                 row["docs"] = n
                 seen = row["documents"] - row["exact_duplicates"]
-                row["sig_keys_mb"] = seen * (128 * 4 + 17 * 8) / 1e6  # the default MinHash: K = 128, 17 bands
+                minhash = args.method == "minhash"  # the default MinHash: K = 128, 17 bands
+                row["sig_keys_mb"] = seen * (128 * 4 + 17 * 8) / 1e6 if minhash else 0.0
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "kept_sha256"}), flush=True)
                 (scratch / f"{n}-{memory}" / "kept.jsonl").unlink()
@@ -147,7 +153,7 @@ def main() -> int:
     for n, (free, bounded) in by_size.items():
         same = free["kept_sha256"] == bounded["kept_sha256"]
         for r in (free, bounded):
-            ratio = r["spilled_mb"] / r["sig_keys_mb"] if r["spilled_mb"] else 0.0
+            ratio = r["spilled_mb"] / r["sig_keys_mb"] if r["spilled_mb"] and r["sig_keys_mb"] else 0.0
             print(
                 f"{n:,} | {r['memory'] or 'none'} | {r['wall_s']:.1f} | {1e6 * r['wall_s'] / n:.1f} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['spilled_mb']:,.0f} | {r['disk_peak_mb']:,.0f} | {ratio:.2f} | "

@@ -394,22 +394,48 @@ def test_index_query_equals_batch_pairs(config):
         assert got == pytest.approx(neighbours[i]), f"document {i}"
 
 
+def _external_stage(config: MethodConfig) -> str | None:
+    """The candidate stage that must take its external form (sorted on disk) under a tiny budget."""
+    if getattr(config, "verify", None) == "edit" and config.name in ("simhash",):
+        return None  # its candidates are the pairs to verify: as large as the output
+    return {
+        "minhash": "minhash bands",
+        "simhash": "simhash tables",
+        "exact": "exact groups",
+        "imatch": "imatch groups",
+    }.get(config.name)
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=IDS)
 def test_a_tiny_memory_budget_gives_the_same_output(config):
-    """A budget of 16 KB: every array that grows with the collection goes to a spill file (and
-    MinHash's candidate stage sorts its bands in parts and verifies its buckets in runs), with
-    the in-memory job's answer."""
+    """A budget of 16 KB: every array that grows with the collection goes to a spill file, and
+    the candidate stage sorts its keys on disk in parts (MinHash's bands, SimHash's permuted
+    tables, the equal-key groups of exact and I-Match), with the in-memory job's answer.
+    SpotSigs' search, which holds its inverted lists in memory, is refused at 16 KB with one
+    line, and gives the same answer at 256 KB with everything else spilled."""
+    from neardup.core.budget import BudgetError
+
     ids, texts = corpus()
+    memory = "16KB"
+    if config.name == "spotsigs":
+        engine = LocalEngine(2, memory=memory)
+        with pytest.raises(BudgetError, match=r"^SpotSigs' all-pairs search of \d+ documents .* --memory") as caught:
+            engine.run(config.plan(), InMemorySource(texts, ids, batch_size=37))
+        assert "\n" not in str(caught.value)
+        memory = "256KB"
     for want_pairs in (True, False):
         for keep in ("first", "longest"):
             base = LocalEngine(2).run(
                 config.plan(), InMemorySource(texts, ids, batch_size=37), keep=keep, want_pairs=want_pairs
             )
-            engine = LocalEngine(2, memory="16KB")
+            engine = LocalEngine(2, memory=memory)
             other = engine.run(
                 config.plan(), InMemorySource(texts, ids, batch_size=37), keep=keep, want_pairs=want_pairs
             )
             assert engine.last_spill.spilled, "nothing went to disk"
+            stage = _external_stage(config)
+            if stage is not None:
+                assert stage in engine.last_spill.external, f"{stage} did not run on disk"
             assert not isinstance(other.ids, list) and other.ids == base.ids
             for name in ("root", "kept", "similarity", "empty", "lengths"):
                 assert np.array_equal(getattr(other, name), getattr(base, name)), f"{name} differs under the budget"

@@ -44,6 +44,7 @@ from .arrays import RowBuffer
 from .errors import NeardupError
 
 __all__ = [
+    "BudgetError",
     "Spill",
     "SpillError",
     "SpillRows",
@@ -65,6 +66,11 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?)b?\s*$", re.IGNORE
 class SpillError(NeardupError):
     """The job could not put what did not fit in its memory budget on disk (the spill folder is
     full, missing or not writable): names the folder, what was needed and what to do."""
+
+
+class BudgetError(NeardupError):
+    """A stage that holds its working set in memory (it has no form on disk) needs more than the
+    job's memory budget: names the stage, what it needs and what to do."""
 
 
 def parse_size(text: str | int) -> int:
@@ -186,9 +192,17 @@ class Spill:
     """
 
     def __init__(
-        self, limit: int | None, tmp_dir: str | os.PathLike | None = None, work: int = 1 << 28, cap: int | None = None
+        self,
+        limit: int | None,
+        tmp_dir: str | os.PathLike | None = None,
+        work: int = 1 << 28,
+        cap: int | None = None,
+        ceiling: int | None = None,
     ) -> None:
         self.limit = limit
+        self.ceiling = ceiling
+        """The most bytes a stage that cannot spill may hold (:meth:`require`; None: no bound):
+        the budget when one was given, else the memory available when the job started."""
         self.cap = cap
         """The resident memory above which :meth:`relieve` unmaps the spill files' pages (None:
         it always does)."""
@@ -204,6 +218,8 @@ class Spill:
         """Bytes of the spill files in use now (a file's space is freed with its last array)."""
         self.disk_peak = 0
         """The most bytes of spill files in use at once."""
+        self.external: set[str] = set()
+        """The stages that ran in their external form (:func:`neardup.core.extsort.external`)."""
 
     def __repr__(self) -> str:
         limit = "none" if self.limit is None else format_size(self.limit)
@@ -222,6 +238,15 @@ class Spill:
     def fits(self, nbytes: int) -> bool:
         """Whether ``nbytes`` more stay within the budget."""
         return self.limit is None or self._held + nbytes <= self.limit
+
+    def require(self, nbytes: int, stage: str, advice: str) -> None:
+        """Refuse, with a :class:`BudgetError` of one line, a stage that must hold ``nbytes`` in
+        memory at once when that is more than :attr:`ceiling`."""
+        if self.ceiling is not None and nbytes > self.ceiling:
+            raise BudgetError(
+                f"{stage} holds about {format_size(nbytes)} in memory at once, more than the "
+                f"memory budget ({format_size(self.ceiling)}); {advice}"
+            )
 
     def hold(self, nbytes: int) -> None:
         """Count ``nbytes`` more against the budget (:meth:`give_back` returns them)."""

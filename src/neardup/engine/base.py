@@ -162,6 +162,34 @@ def finish_job(
     return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
 
 
+def _longest_spilled(root: np.ndarray, lengths: np.ndarray, spill, step: int) -> np.ndarray:
+    """``choose_kept(root, "longest", lengths)`` a stretch of documents at a time, in arrays of
+    the budget: ``best[r]`` (the longest member of root r's cluster seen so far, the earliest on
+    ties) starts at r, the cluster's first member, and is replaced only by a strictly longer
+    later member; each stretch's own best member of each cluster (a sort of the stretch) is
+    offered to it."""
+    n = len(root)
+    best = spill.array(n, np.int64)
+    for lo in range(0, n, step):
+        best[lo : lo + step] = np.arange(lo, min(lo + step, n), dtype=np.int64)
+    for lo in range(0, n, step):
+        r = np.asarray(root[lo : lo + step], dtype=np.int64)
+        size = np.asarray(lengths[lo : lo + step], dtype=np.int64)
+        docs = np.arange(lo, lo + len(r), dtype=np.int64)
+        order = np.lexsort((docs, -size, r))
+        first = np.ones(len(r), dtype=bool)
+        first[1:] = r[order][1:] != r[order][:-1]
+        cr, ci, cl = r[order][first], docs[order][first], size[order][first]
+        better = cl > lengths[best[cr]]
+        best[cr[better]] = ci[better]
+        spill.relieve()
+    kept = spill.array(n, np.int64)
+    for lo in range(0, n, step):
+        kept[lo : lo + step] = best[root[lo : lo + step]]
+        spill.relieve()
+    return kept
+
+
 def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill):
     """``(root, kept, similarity, empty)`` of :func:`finish_job` past the memory budget: the same
     arrays, made a stretch of documents at a time into arrays of the budget, with no temporary
@@ -199,7 +227,7 @@ def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similar
         for lo in range(0, n, step):
             kept[lo : lo + step] = root[lo : lo + step]
     else:
-        kept = choose_kept(root, keep, lengths)
+        kept = _longest_spilled(root, lengths, spill, step)
     found = spill.array(n, np.float64)
     step = max(spill.work // 4096, 64)
     for lo in range(0, n, step):

@@ -28,6 +28,7 @@ import numpy as np
 from ..core.arrays import text_lengths
 from ..core.budget import (
     Spill,
+    available_memory,
     current_spill,
     default_memory,
     parse_size,
@@ -169,11 +170,14 @@ class LocalEngine:
         candidate stage's sorts, the pages of spill files it reads between releases), and the
         job's arrays may hold what is left after two more eighths (the batches in flight, a
         hash table growing) and what this process holds already; the spill files' pages are released whenever
-        the process's resident memory passes ``memory`` less half the working area."""
+        the process's resident memory passes ``memory`` less half the working area. A stage
+        that cannot spill (SpotSigs' search) is refused past ``memory`` when it was given, past
+        the memory available when none was."""
         memory = self.memory if self.memory is not None else default_memory()
         work = max(memory // 8, 4096)
         limit = max(memory - resident_bytes() - 3 * work, 0)
-        return Spill(limit, self.tmp_dir, work=work, cap=memory - work // 2)
+        ceiling = self.memory if self.memory is not None else available_memory()
+        return Spill(limit, self.tmp_dir, work=work, cap=memory - work // 2, ceiling=ceiling)
 
     def run(
         self,

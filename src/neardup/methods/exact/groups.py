@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._kernels.exact import admit_kernel, cross, pairs_within, rehash_kernel
-from ...core.budget import current_spill
+from ...core.budget import Spill, current_spill
+from ...core.extsort import equal_runs
 from .keys import nonempty
 
 
@@ -46,6 +47,22 @@ def group_equal(keys: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray
     sorted_idx = idx[order]
     first = sorted_idx[new]  # smallest index of each run (ties sorted by index)
     root[sorted_idx] = first[np.cumsum(new) - 1]
+    return root
+
+
+def group_equal_external(keys: np.ndarray, valid: np.ndarray | None, spill: Spill) -> np.ndarray:
+    """:func:`group_equal` for a job past its memory budget: the same roots, in an array of the
+    budget (a spill file), with the keys grouped by an external sort
+    (:func:`neardup.core.extsort.equal_runs`) in the stage's working memory."""
+    n = keys.shape[0]
+    root = spill.array(n, np.int64)
+    step = 1 << 20
+    for lo in range(0, n, step):
+        root[lo : lo + step] = np.arange(lo, min(lo + step, n), dtype=np.int64)
+    spill.relieve()
+    for members, heads in equal_runs(np.asarray(keys, dtype=np.uint64), valid, spill):
+        root[members] = heads
+        spill.relieve()
     return root
 
 
@@ -328,5 +345,27 @@ def group_counters(root: np.ndarray) -> dict[str, int]:
     n = len(root)
     if not n:
         return {"groups": 0, "duplicates": 0}
+    spill = current_spill()
+    if spill is not None and (spill.spilled or not spill.fits(8 * n)):
+        return _group_counters_external(root, spill)
     sizes = np.bincount(root, minlength=n)
     return {"groups": int(np.count_nonzero(sizes >= 2)), "duplicates": int(n - np.count_nonzero(sizes))}
+
+
+def _group_counters_external(root: np.ndarray, spill: Spill) -> dict[str, int]:
+    """:func:`group_counters` a stretch of documents at a time, with one byte a document (of the
+    budget: a spill file past it) marking the roots of groups of two or more."""
+    n = len(root)
+    head = spill.array(n, np.uint8)
+    step = max(spill.work // 32, 1 << 12)
+    for lo in range(0, n, step):
+        head[lo : lo + step] = 0
+    duplicates = 0
+    for lo in range(0, n, step):
+        r = np.asarray(root[lo : lo + step])
+        moved = r != np.arange(lo, lo + len(r))
+        duplicates += int(np.count_nonzero(moved))
+        head[r[moved]] = 1
+        spill.relieve()
+    groups = sum(int(np.count_nonzero(head[lo : lo + step])) for lo in range(0, n, step))
+    return {"groups": groups, "duplicates": duplicates}

@@ -16,14 +16,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...core.documents import DocBatch
+from ...core.extsort import external
 from ...core.plan import GroupBy, Plan, Rows, Scan, Sharded, StageContext
-from .groups import group_counters, group_equal, group_pairs, groups_pairs, groups_stars
+from .groups import group_counters, group_equal, group_equal_external, group_pairs, groups_pairs, groups_stars
 from .keys import exact_keys, nonempty
 
 if TYPE_CHECKING:
     from .config import ExactConfig
 
 __all__ = ["exact_plan"]
+
+_SORT_BYTES = 96
+"""Bytes a document that ``group_equal`` takes at its peak (the keys copied, sorted and
+compared, the order and the roots)."""
 
 
 def exact_plan(config: ExactConfig) -> Plan:
@@ -60,9 +65,12 @@ def same_key(config: ExactConfig, members: np.ndarray, keys: np.ndarray):
 
 
 def group(config: ExactConfig, ctx: StageContext, keys: np.ndarray) -> dict[str, Any]:
-    """Group-by, locally: equal keys by sorting; the pairs of every group when asked for."""
+    """Group-by, locally: equal keys by sorting (past the job's memory budget, an external sort
+    with the same roots: :func:`~neardup.methods.exact.groups.group_equal_external`); the pairs
+    of every group when asked for."""
     valid = nonempty(keys)
-    root = group_equal(keys, valid)
+    spill = external(_SORT_BYTES * len(keys), "exact groups")
+    root = group_equal(keys, valid) if spill is None else group_equal_external(keys, valid, spill)
     out: dict[str, Any] = {"root": root, "counters": group_counters(root)}
     if ctx.want_pairs:
         a, b = group_pairs(root)

@@ -36,7 +36,10 @@ import numpy as np
 from ..._kernels.exact import GAMMA
 from ..._kernels.hashing import MASK64
 from ..._kernels.imatch import imatch_kernel, lexicon_salt_array
+from ..._kernels.unionfind import roots_in_place, union_edges
+from ...core.budget import Spill
 from ...core.components import components
+from ...core.extsort import equal_runs, external
 from ...text.shingles import Shingling, shingle_batch
 from ..exact.groups import group_equal, group_pairs
 
@@ -172,8 +175,16 @@ def imatch_signatures(
 
 
 def match_roots(sigs: np.ndarray, has: np.ndarray) -> np.ndarray:
-    """int64[n] clusters of documents that agree under any of the L signatures (smallest index)."""
+    """int64[n] clusters of documents that agree under any of the L signatures (smallest index).
+
+    Past the job's memory budget (a tiny one, or many documents) each lexicon's groups come
+    from an external sort (:func:`neardup.core.extsort.equal_runs`) and are joined into a
+    union-find forest of the budget (a spill file): the same components, whose roots are their
+    smallest members either way."""
     n, lexicons = has.shape
+    spill = external(_SORT_BYTES * n * max(lexicons, 1), "imatch groups")
+    if spill is not None:
+        return _match_roots_external(sigs, has, spill)
     if lexicons == 1:
         return group_equal(sigs[:, 0], has[:, 0])
     a, b = [], []
@@ -183,6 +194,26 @@ def match_roots(sigs: np.ndarray, has: np.ndarray) -> np.ndarray:
         a.append(moved)
         b.append(r[moved])
     return components(n, np.concatenate(a), np.concatenate(b))
+
+
+_SORT_BYTES = 112
+"""Bytes a document and lexicon that :func:`match_roots` takes in memory at its peak (the
+grouping of one lexicon, and every lexicon's joins kept for the components)."""
+
+
+def _match_roots_external(sigs: np.ndarray, has: np.ndarray, spill: Spill) -> np.ndarray:
+    n, lexicons = has.shape
+    parent = spill.array(n, np.int64)
+    step = 1 << 20
+    for lo in range(0, n, step):
+        parent[lo : lo + step] = np.arange(lo, min(lo + step, n), dtype=np.int64)
+    for j in range(lexicons):
+        for members, heads in equal_runs(sigs[:, j], has[:, j], spill):
+            union_edges(parent, members, heads)
+            spill.relieve()
+    roots_in_place(parent)
+    spill.relieve()
+    return parent
 
 
 def match_pairs(sigs: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -237,6 +237,7 @@ def _find_clusters(
     n = keys.shape[0]
     spill = current_spill()
     if spill is not None and (spill.spilled or not spill.fits(8 * n)):
+        spill.external.add("minhash bands")
         parent = spill.array(n, np.int64)  # past the budget: the spilled form of each array
         for lo in range(0, n, 1 << 20):
             parent[lo : lo + (1 << 20)] = np.arange(lo, min(lo + (1 << 20), n), dtype=np.int64)

@@ -35,8 +35,10 @@ from ..._kernels.hamming import connect_within_groups, expand, index_keys, withi
 from ..._kernels.unionfind import roots, union_edges
 from ...core.components import new_forest
 from ...core.documents import DocBatch
+from ...core.extsort import external
 from ...core.plan import GroupBy, Plan, Prepass, Rows, Scan, Sharded, StageContext, Step
 from ...text.shingles import shingle_batch
+from .external import search_external
 from .scheme import popcount_array
 from .search import block_plan, choose_blocks, unique_pairs
 from .sketch import DocumentFrequencies, IdfTable, SimHasher
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
     from .config import SimHashConfig
 
 __all__ = ["simhash_plan"]
+
+_SEARCH_BYTES = 96
+"""Bytes a document that the in-memory search takes at its peak (the fingerprints gathered,
+sorted and made distinct, two tables sorted at once, the forest and the group maps)."""
 
 
 def simhash_plan(config: SimHashConfig) -> Plan:
@@ -150,9 +156,13 @@ def search(config: SimHashConfig, ctx: StageContext, values: np.ndarray, counts:
 
     Clusters come from the pairs of *distinct* fingerprints plus the groups of identical ones,
     which give the same components as the complete pair graph without its quadratic groups;
-    the complete pairs are expanded only when ``ctx.want_pairs``.
+    the complete pairs are expanded only when ``ctx.want_pairs``. Past the job's memory budget
+    the tables are sorted on disk (:mod:`neardup.methods.simhash.external`), with the same result.
     """
     n = len(values)
+    spill = external(_SEARCH_BYTES * n, "simhash tables")
+    if spill is not None:  # past the budget: the same search, sorted on disk
+        return search_external(values, counts, config.bits, config.max_distance, config.blocks, ctx.want_pairs, spill)
     docs = np.flatnonzero(counts > 0)
     up = unique_pairs(values[docs], config.max_distance, blocks=config.blocks, workers=ctx.threads)
     counters = _search_counters(up)

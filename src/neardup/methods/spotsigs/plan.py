@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...core.budget import current_spill
 from ...core.components import components
 from ...core.documents import DocBatch
 from ...core.plan import Plan, Prepass, Scan, Sharded, StageContext, Step
@@ -143,9 +144,37 @@ def _counters(res, signatures: SpotSignatures) -> dict[str, int]:
     }
 
 
+SEARCH_BYTES_PER_SIGNATURE = 40
+"""Bytes the all-pairs search holds for each signature of a document (its value and count
+copied in rank order, its signature number and its entry in an inverted list)."""
+
+SEARCH_BYTES_PER_DOCUMENT = 64
+"""Bytes it holds for each document (ranks, lengths, partitions, limits, offsets), and 8 more
+for each worker (the worker's table of documents already met)."""
+
+
+def search_bytes(signatures: SpotSignatures, workers: int) -> int:
+    """What the all-pairs search (:func:`~neardup.methods.spotsigs.pairs.all_pairs`) holds in
+    memory at once for ``signatures``: its inverted lists have no form on disk, so this is
+    SpotSigs' bound under a memory budget."""
+    n = len(signatures)
+    return SEARCH_BYTES_PER_SIGNATURE * len(signatures.values) + (SEARCH_BYTES_PER_DOCUMENT + 8 * workers) * n
+
+
+def _require(signatures: SpotSignatures, ctx: StageContext) -> None:
+    spill = current_spill()
+    if spill is not None:
+        spill.require(
+            search_bytes(signatures, ctx.threads.workers),
+            f"SpotSigs' all-pairs search of {len(signatures):,} documents ({len(signatures.values):,} signatures)",
+            "give a larger --memory, or use --method minhash, whose candidate stage goes to disk past the budget",
+        )
+
+
 def candidate_pairs(config: SpotSigsConfig, ctx: StageContext, signatures: SpotSignatures) -> dict[str, Any]:
     """Step (``verify="edit"``): every pair at or above the candidate threshold, as candidates for
     edit verification, and the documents in one."""
+    _require(signatures, ctx)
     res = all_pairs(signatures, config.pair_threshold, workers=ctx.threads)
     wanted = np.zeros(len(signatures), dtype=bool)
     wanted[res.a] = True
@@ -155,6 +184,7 @@ def candidate_pairs(config: SpotSigsConfig, ctx: StageContext, signatures: SpotS
 
 def pairs_and_clusters(config: SpotSigsConfig, ctx: StageContext, signatures: SpotSignatures) -> dict[str, Any]:
     """Step: every pair at or above the threshold, and the clusters they make."""
+    _require(signatures, ctx)
     res = all_pairs(signatures, config.threshold, workers=ctx.threads)
     out: dict[str, Any] = {
         "root": components(len(signatures), res.a, res.b),
