@@ -1,0 +1,198 @@
+"""Exact repeated spans (ExactSubstr, Lee et al. 2022): a suffix array over the token stream.
+
+**Within a shard.** The documents' tokens (:mod:`neardup.repeats.tokens`) get dense ids
+``1..V`` (by their 64-bit keys), and are concatenated with a separator ``0`` after each
+document. The suffix array of that stream is built by libdivsufsort (``pydivsufsort``) over
+the ids written as fixed-width big-endian bytes (1 to 4 bytes an id, the fewest that hold
+``V``), whose byte order is the ids' order; only the positions at id boundaries are kept. The
+LCP array (Kasai et al. 2001, :func:`~neardup._kernels.repeats.kasai_lcp`) counts common
+prefixes that hold no separator, so a repeat never crosses a document's end. Suffixes that
+share their first ``L`` tokens are neighbours in the suffix array: a maximal run of ranks with
+``lcp >= L`` is every occurrence of one ``L``-token sequence, and its size is how many times it
+occurs. A position starts a repeat when that count is at least ``min_count``; every token
+within ``L`` tokens after such a start is removed. So the removed tokens are exactly the union
+of every occurrence of every ``L``-token sequence that occurs ``min_count`` times or more
+(a longer repeat is the union of its ``L``-token windows, each repeated as often).
+
+**Across shards.** A collection whose stream does not fit the memory budget is cut into shards
+of whole documents, each with its own suffix array. Every position of every shard also gets a
+64-bit hash of its ``L`` tokens (:func:`~neardup._kernels.repeats.rolling_hashes`); each shard
+keeps its distinct hashes with their counts, and for each shard the counts of its hashes in
+every other shard are added (sorted arrays, ``searchsorted``), one other shard at a time. A
+position starts a repeat when its count in its shard plus its counts elsewhere reach
+``min_count``. Two different ``L``-token sequences share a hash with probability ``2^-64``
+per pair (``N_a N_b / 2^64`` for shards of ``N_a`` and ``N_b`` positions: below ``10^-3`` for
+two shards of ``10^8``).
+
+**Memory.** A shard of ``n`` tokens takes about :data:`BYTES_PER_TOKEN` bytes a token at its
+peak (keys, offsets, the id stream and its byte form, the suffix arrays of the bytes and of
+the ids, rank, LCP, counts); shards are cut at ``budget / BYTES_PER_TOKEN`` tokens, and the
+cross-shard merge holds one shard's hashes and one other's (24 bytes a position each).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._kernels.repeats import cover_runs, covered_runs, kasai_lcp, repeat_groups, rolling_hashes
+from ..core.errors import NeardupError
+from .tokens import TokenBatch
+
+BYTES_PER_TOKEN = 112
+"""Peak bytes a token of the shard being searched (measured in benchmarks/bench_repeats.py)."""
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Removed spans, one row each, in document order: document number, character offsets in
+    it (``start``, ``end``), length in tokens, the least count of their ``L``-token windows, and
+    another document holding the first window: the least one in the shard, else one of the first
+    other shard that holds it (the same document when only it holds it)."""
+
+    doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    length: np.ndarray
+    occurrences: np.ndarray
+    other: np.ndarray
+
+
+def suffix_array(ids: np.ndarray) -> np.ndarray:
+    """The suffix array of ``ids`` (non-negative integers), by libdivsufsort over their
+    big-endian bytes of the fewest width that holds them (one byte: the bytes themselves)."""
+    try:
+        from pydivsufsort import divsufsort
+    except ImportError:
+        raise NeardupError(
+            "the span mode needs pydivsufsort, an optional dependency: pip install 'neardup[repeats]'"
+        ) from None
+
+    top = int(ids.max()) if len(ids) else 0
+    width = 1 if top < 1 << 8 else 2 if top < 1 << 16 else 3 if top < 1 << 24 else 4
+    if width == 1:
+        return divsufsort(np.ascontiguousarray(ids, dtype=np.uint8)).astype(np.int64, copy=False)
+    be = ids.astype(">u4").view(np.uint8).reshape(-1, 4)[:, 4 - width :]
+    raw = np.ascontiguousarray(be).reshape(-1)
+    del be
+    sa = divsufsort(raw)
+    del raw
+    sa = sa[sa % width == 0]
+    sa //= width
+    return sa.astype(np.int64, copy=False)
+
+
+@dataclass
+class _Shard:
+    """One shard's stream: ids with separators, the document of each position, the token at
+    each position (-1 at a separator), and its first document."""
+
+    stream: np.ndarray
+    doc_of: np.ndarray
+    token_at: np.ndarray
+    keys: np.ndarray
+
+
+def _stream(keys: np.ndarray, per_doc: np.ndarray, first_doc: int) -> _Shard:
+    _, inv = np.unique(keys, return_inverse=True)
+    n_tok, n_docs = len(keys), len(per_doc)
+    tok_doc = np.repeat(np.arange(n_docs, dtype=np.int64), per_doc)
+    pos = np.arange(n_tok, dtype=np.int64) + tok_doc  # one separator after each earlier document
+    n = n_tok + n_docs
+    stream = np.zeros(n, dtype=np.int32)
+    stream[pos] = inv.astype(np.int32) + 1
+    token_at = np.full(n, -1, dtype=np.int64)
+    token_at[pos] = np.arange(n_tok)
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc + 1) + np.int32(first_doc)
+    hashes = np.zeros(n, dtype=np.uint64)
+    hashes[pos] = keys
+    return _Shard(stream, doc_of, token_at, hashes)
+
+
+def _in_shard(sh: _Shard, length: int) -> tuple[np.ndarray, np.ndarray]:
+    sa = suffix_array(sh.stream)
+    lcp = kasai_lcp(sh.stream, sa)
+    count, other = repeat_groups(sa, lcp, sh.doc_of, length)
+    del sa, lcp
+    fits = rolling_hashes(sh.stream, sh.keys, length) != 0
+    count[~fits] = 0  # a position whose L tokens reach a separator starts nothing
+    return count, other
+
+
+def find_spans(shards: list[TokenBatch], length: int, min_count: int, tmp_dir: str | None = None) -> Spans:
+    """The removed spans of documents given as consecutive shards of tokens (see the module)."""
+    firsts = np.cumsum([0] + [len(s.per_doc) for s in shards])
+    if len(shards) <= 1:
+        parts = [_shard_spans(shards[0], 0, length, min_count, None)] if shards else []
+        return _join(parts)
+    with tempfile.TemporaryDirectory(prefix="neardup-repeats-", dir=tmp_dir) as scratch:
+        for i, sh in enumerate(shards):  # each shard's distinct L-gram hashes, counts, least document
+            s = _stream(sh.key, sh.per_doc, int(firsts[i]))
+            rh = rolling_hashes(s.stream, s.keys, length)
+            live = rh != 0
+            u, first_at, counts = np.unique(rh[live], return_index=True, return_counts=True)
+            np.savez(os.path.join(scratch, f"{i}.npz"), u=u, c=counts, d=s.doc_of[live][first_at])
+        parts = []
+        for i, sh in enumerate(shards):
+            parts.append(_shard_spans(sh, int(firsts[i]), length, min_count, (scratch, i, len(shards))))
+        return _join(parts)
+
+
+def _external(scratch: str, me: int, n_shards: int, rh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each position's hash ``rh``: its count in the other shards and a document there."""
+    mine = np.load(os.path.join(scratch, f"{me}.npz"))["u"]
+    ext = np.zeros(len(mine), dtype=np.int64)
+    ext_doc = np.full(len(mine), -1, dtype=np.int64)
+    for t in range(n_shards):
+        if t == me:
+            continue
+        other = np.load(os.path.join(scratch, f"{t}.npz"))
+        u, c, d = other["u"], other["c"], other["d"]
+        if not len(u):
+            continue
+        idx = np.searchsorted(u, mine).clip(0, len(u) - 1)
+        hit = u[idx] == mine
+        ext[hit] += c[idx[hit]]
+        fresh = hit & (ext_doc < 0)
+        ext_doc[fresh] = d[idx[fresh]]
+    where = np.searchsorted(mine, rh).clip(0, max(len(mine) - 1, 0))
+    found = (rh != 0) & (mine[where] == rh) if len(mine) else np.zeros(len(rh), bool)
+    out, out_doc = np.zeros(len(rh), np.int64), np.full(len(rh), -1, np.int64)
+    out[found] = ext[where[found]]
+    out_doc[found] = ext_doc[where[found]]
+    return out, out_doc
+
+
+def _shard_spans(sh: TokenBatch, first_doc: int, length: int, min_count: int, merge) -> Spans:
+    s = _stream(sh.key, sh.per_doc, first_doc)
+    count, other = _in_shard(s, length)
+    total = count.astype(np.int64)
+    other = other.astype(np.int64)
+    if merge is not None:
+        scratch, me, n_shards = merge
+        ext, ext_doc = _external(scratch, me, n_shards, rolling_hashes(s.stream, s.keys, length))
+        total += np.where(count > 0, ext, 0)
+        alone = (count == 1) & (ext_doc >= 0)
+        other[alone] = ext_doc[alone]
+    starts = (total >= min_count) & (count > 0)
+    covered = cover_runs(starts, length, len(s.stream))
+    tok = s.token_at >= 0
+    tok_total = np.where(starts, total, 0)[tok]
+    tok_other = other[tok]
+    bounds = np.zeros(len(sh.per_doc) + 1, dtype=np.int64)
+    np.cumsum(sh.per_doc, out=bounds[1:])
+    doc, first, stop, occ, oth = covered_runs(covered[tok], bounds, tok_total, tok_other)
+    oth = np.where(oth < 0, doc + first_doc, oth)
+    start = sh.start[first].astype(np.int64)
+    end = sh.end[stop - 1].astype(np.int64) if len(stop) else np.zeros(0, np.int64)
+    return Spans(doc + first_doc, start, end, stop - first, occ, oth)
+
+
+def _join(parts: list[Spans]) -> Spans:
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return Spans(z, z, z, z, z)
+    return Spans(*(np.concatenate([getattr(p, f) for p in parts]) for f in Spans.__dataclass_fields__))
