@@ -428,3 +428,49 @@ def covered_runs(covered, doc_bounds, total, other):
             r += 1
             t = u
     return doc[:r].copy(), first[:r].copy(), stop[:r].copy(), occ[:r].copy(), oth[:r].copy()
+
+
+@nb.njit(cache=True, nogil=True)
+def dense_ids(keys):
+    """Ids ``1..V`` of the distinct ``keys`` in the order first seen (an open-addressing table
+    that doubles past half full): equal keys, equal ids. Returns ``(ids int32, V)``."""
+    size = 1 << 16
+    table = np.zeros(size, dtype=np.uint64)
+    ident = np.zeros(size, dtype=np.int32)  # 0: empty slot
+    out = np.empty(keys.shape[0], dtype=np.int32)
+    v = 0
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        mask = np.uint64(size - 1)
+        s = fmix64(k) & mask
+        while ident[s] != 0 and table[s] != k:
+            s = (s + np.uint64(1)) & mask
+        if ident[s] == 0:
+            v += 1
+            table[s] = k
+            ident[s] = v
+            if 2 * v > size:  # grow: reinsert every key
+                size *= 2
+                mask = np.uint64(size - 1)
+                t2 = np.zeros(size, dtype=np.uint64)
+                i2 = np.zeros(size, dtype=np.int32)
+                for q in range(table.shape[0]):
+                    if ident[q] != 0:
+                        s2 = fmix64(table[q]) & mask
+                        while i2[s2] != 0:
+                            s2 = (s2 + np.uint64(1)) & mask
+                        t2[s2] = table[q]
+                        i2[s2] = ident[q]
+                table = t2
+                ident = i2
+        out[i] = ident[s] if ident[s] != 0 and table[s] == k else _find(table, ident, k)
+    return out, v
+
+
+@nb.njit(inline="always", cache=True)
+def _find(table, ident, k):
+    mask = np.uint64(table.shape[0] - 1)
+    s = fmix64(k) & mask
+    while table[s] != k or ident[s] == 0:
+        s = (s + np.uint64(1)) & mask
+    return ident[s]

@@ -1,17 +1,17 @@
 """Exact repeated spans (ExactSubstr, Lee et al. 2022): a suffix array over the token stream.
 
-**Within a shard.** The documents' tokens (:mod:`neardup.repeats.tokens`) get dense ids
-``1..V`` (by their 64-bit keys), and are concatenated with a separator ``0`` after each
-document. The suffix array of that stream is built by libdivsufsort (``pydivsufsort``) over
-the ids written as fixed-width big-endian bytes (1 to 4 bytes an id, the fewest that hold
-``V``), whose byte order is the ids' order; only the positions at id boundaries are kept. The
-LCP array (Kasai et al. 2001, :func:`~neardup._kernels.repeats.kasai_lcp`) counts common
-prefixes that hold no separator, so a repeat never crosses a document's end. Suffixes that
-share their first ``L`` tokens are neighbours in the suffix array: a maximal run of ranks with
-``lcp >= L`` is every occurrence of one ``L``-token sequence, and its size is how many times it
-occurs. A position starts a repeat when that count is at least ``min_count``; every token
-within ``L`` tokens after such a start is removed. So the removed tokens are exactly the union
-of every occurrence of every ``L``-token sequence that occurs ``min_count`` times or more
+**Within a shard.** The documents' tokens (:mod:`neardup.repeats.tokens`) get dense ids ``1..V``
+(by their 64-bit keys, in the order first seen: a hash table, O(n)), and are concatenated with a
+separator ``0`` after each document. The suffix array of that stream is built by libdivsufsort
+(``pydivsufsort``) over the ids written as fixed-width big-endian bytes (1 to 4 bytes an id, the
+fewest that hold ``V``), whose byte order is the ids' order; only the positions at id boundaries
+are kept. The LCP array (Kasai et al. 2001, :func:`~neardup._kernels.repeats.kasai_lcp`) counts
+common prefixes that hold no separator, so a repeat never crosses a document's end. Suffixes
+that share their first ``L`` tokens are neighbours in the suffix array: a maximal run of ranks
+with ``lcp >= L`` is every occurrence of one ``L``-token sequence, and its size is how many
+times it occurs. A position starts a repeat when that count is at least ``min_count``; every
+token within ``L`` tokens after such a start is removed. So the removed tokens are exactly the
+union of every occurrence of every ``L``-token sequence that occurs ``min_count`` times or more
 (a longer repeat is the union of its ``L``-token windows, each repeated as often).
 
 **Across shards.** A collection whose stream does not fit the memory budget is cut into shards
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels.repeats import cover_runs, covered_runs, kasai_lcp, repeat_groups, rolling_hashes
+from .._kernels.repeats import cover_runs, covered_runs, dense_ids, kasai_lcp, repeat_groups, rolling_hashes
 from ..core.errors import NeardupError
 from .tokens import TokenBatch
 
@@ -97,13 +97,13 @@ class _Shard:
 
 
 def _stream(keys: np.ndarray, per_doc: np.ndarray, first_doc: int) -> _Shard:
-    _, inv = np.unique(keys, return_inverse=True)
+    ids, _ = dense_ids(keys)
     n_tok, n_docs = len(keys), len(per_doc)
     tok_doc = np.repeat(np.arange(n_docs, dtype=np.int64), per_doc)
     pos = np.arange(n_tok, dtype=np.int64) + tok_doc  # one separator after each earlier document
     n = n_tok + n_docs
     stream = np.zeros(n, dtype=np.int32)
-    stream[pos] = inv.astype(np.int32) + 1
+    stream[pos] = ids
     token_at = np.full(n, -1, dtype=np.int64)
     token_at[pos] = np.arange(n_tok)
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc + 1) + np.int32(first_doc)
