@@ -19,7 +19,7 @@ from ..core.parallel import Threads
 from ..io import ReadStats, read_documents
 from .bloom import CountingBloom, false_positive_rate
 from .config import RepeatsConfig
-from .spans import BYTES_PER_TOKEN, Spans, find_spans
+from .spans import BYTES_PER_TOKEN, ShardStore, Spans, find_spans
 from .tokens import batch_tokens
 from .tokens import concat as concat_tokens
 from .units import UnitBatch, batch_units, repeated_units, segments
@@ -172,26 +172,29 @@ def find_repeats(
     with Threads(workers) as threads:
         if config.mode == "spans":
             shard_tokens = max(1024, budget // BYTES_PER_TOKEN)
-            shards, current, held = [], [], 0
-            for tb in threads.stream(lambda b: (b, batch_tokens(b.texts, config.unit)), batches):
-                batch, toks = tb
-                ids += batch.ids
-                if held and held + len(toks.key) > shard_tokens:
-                    shards.append(concat_tokens(current))
-                    current, held = [], 0
-                current.append(toks)
-                held += len(toks.key)
-                if on_batch is not None:
-                    on_batch(len(batch))
-            if current or not shards:
-                shards.append(concat_tokens(current))
-            result.timings["read and tokenize"] = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            result.n_documents = len(ids)
-            result.spans = find_spans(shards, config.min_length, config.min_count, tmp_dir)
+            shards, current, held = ShardStore(tmp_dir), [], 0
+            try:
+                for batch, toks in threads.stream(lambda b: (b, batch_tokens(b.texts, config.unit)), batches):
+                    ids += batch.ids
+                    if held and held + len(toks.key) > shard_tokens:
+                        shards.append(concat_tokens(current), spill=True)
+                        current, held = [], 0
+                    current.append(toks)
+                    held += len(toks.key)
+                    if on_batch is not None:
+                        on_batch(len(batch))
+                if current or not len(shards):
+                    shards.append(concat_tokens(current), spill=False)
+                del current
+                result.timings["read and tokenize"] = time.perf_counter() - t0
+                t1 = time.perf_counter()
+                result.n_documents = len(ids)
+                result.spans = find_spans(shards, config.min_length, config.min_count, tmp_dir)
+            finally:
+                shards.close()
             result.timings["suffix arrays"] = time.perf_counter() - t1
             result.counters.update(
-                tokens=float(sum(len(s.key) for s in shards)),
+                tokens=float(sum(shards.tokens)),
                 shards=float(len(shards)),
                 removed_spans=float(len(result.spans.doc)),
                 removed_tokens=float(result.spans.length.sum()),

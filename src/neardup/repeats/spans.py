@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,9 +123,49 @@ def _in_shard(sh: _Shard, length: int) -> tuple[np.ndarray, np.ndarray]:
     return count, other
 
 
-def find_spans(shards: list[TokenBatch], length: int, min_count: int, tmp_dir: str | None = None) -> Spans:
+class ShardStore(Sequence):
+    """The token shards of a job: each full shard written to an unnamed folder under
+    ``tmp_dir`` (NumPy files), read back one at a time; the last one held."""
+
+    def __init__(self, tmp_dir: str | None = None) -> None:
+        self._tmp_dir = tmp_dir
+        self._scratch: tempfile.TemporaryDirectory | None = None
+        self._items: list = []
+        self.docs: list[int] = []
+        self.tokens: list[int] = []
+
+    def append(self, shard: TokenBatch, spill: bool) -> None:
+        self.docs.append(len(shard.per_doc))
+        self.tokens.append(len(shard.key))
+        if not spill:
+            self._items.append(shard)
+            return
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="neardup-shards-", dir=self._tmp_dir)
+        path = os.path.join(self._scratch.name, f"shard-{len(self._items)}.npz")
+        np.savez(path, **{f: getattr(shard, f) for f in TokenBatch.__dataclass_fields__})
+        self._items.append(path)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i):
+        item = self._items[i]
+        if isinstance(item, TokenBatch):
+            return item
+        with np.load(item) as z:
+            return TokenBatch(**{f: z[f] for f in TokenBatch.__dataclass_fields__})
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+
+def find_spans(shards: Sequence[TokenBatch], length: int, min_count: int, tmp_dir: str | None = None) -> Spans:
     """The removed spans of documents given as consecutive shards of tokens (see the module)."""
-    firsts = np.cumsum([0] + [len(s.per_doc) for s in shards])
+    docs = shards.docs if isinstance(shards, ShardStore) else [len(s.per_doc) for s in shards]
+    firsts = np.cumsum([0] + list(docs))
     if len(shards) <= 1:
         parts = [_shard_spans(shards[0], 0, length, min_count, None)] if shards else []
         return _join(parts)
