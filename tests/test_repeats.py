@@ -436,3 +436,14 @@ def test_cli_errors(tmp_path):
     run_cli("repeats", bad, "-o", tmp_path / "o.jsonl", "--on-error", "skip", "--skipped", tmp_path / "s.csv", "-q")
     assert "malformed JSON" in (tmp_path / "s.csv").read_text()
     assert not (tmp_path / "never.jsonl").exists()
+
+
+def test_lines_report_count_and_first_holder(tmp_path):
+    texts = ["x\nBoiler plate", "boiler   PLATE\ny", "boiler plate"]
+    path = write_jsonl(tmp_path / "in.jsonl", texts)
+    res = find_repeats([str(path)], RepeatsConfig("lines"))
+    got = [
+        (d, r.start, r.end, r.length, r.occurrences, r.other) for d, t in enumerate(texts) for r in res.removed(d, t)
+    ]
+    assert got == [(1, 0, 15, 1, 3, 0), (2, 0, 12, 1, 3, 0)]
+    assert clean(texts[1], res.removed(1, texts[1])) == "y"

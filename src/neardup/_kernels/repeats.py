@@ -135,11 +135,11 @@ def unit_hashes(data, offsets, paragraphs):
 @nb.njit(cache=True, nogil=True)
 def count_groups(hi, lo, order):
     """Group the units by their 128-bit hash ``(hi, lo)``: ``order`` sorts ``hi`` stably.
-    Returns ``(count, first)``: how many units share each unit's hash, and whether the unit is
-    the first (lowest index) of them."""
+    Returns ``(count, head)``: how many units share each unit's hash, and the first (lowest)
+    index among them."""
     n = hi.shape[0]
     count = np.empty(n, dtype=np.int64)
-    first = np.zeros(n, dtype=np.bool_)
+    head = np.empty(n, dtype=np.int64)
     s = 0
     while s < n:
         e = s + 1
@@ -154,7 +154,7 @@ def count_groups(hi, lo, order):
         if same:
             for q in range(s, e):
                 count[order[q]] = e - s
-            first[order[s]] = True
+                head[order[q]] = order[s]
         else:
             idx = order[s:e].copy()
             sub = np.argsort(lo[idx], kind="mergesort")
@@ -165,12 +165,13 @@ def count_groups(hi, lo, order):
                     t += 1
                 best = idx[sub[r]]
                 for q in range(r, t):
-                    count[idx[sub[q]]] = t - r
                     best = min(best, idx[sub[q]])
-                first[best] = True
+                for q in range(r, t):
+                    count[idx[sub[q]]] = t - r
+                    head[idx[sub[q]]] = best
                 r = t
         s = e
-    return count, first
+    return count, head
 
 
 @nb.njit(cache=True, nogil=True)

@@ -53,6 +53,7 @@ class RepeatsResult:
     units: UnitBatch | None = None
     unit_remove: np.ndarray | None = None
     unit_count: np.ndarray | None = None
+    unit_head: np.ndarray | None = None
     unit_first: np.ndarray | None = None
     bloom: CountingBloom | None = None
     _span_at: np.ndarray | None = None
@@ -85,18 +86,8 @@ class RepeatsResult:
     def _first_of(self) -> np.ndarray:
         """The document of the first unit with each unit's content."""
         if "first" not in self._seen:
-            u = self.units
-            live = np.flatnonzero(self.unit_count > 1)
-            doc_of = np.repeat(np.arange(len(u.per_doc)), u.per_doc)
-            first = doc_of.copy()
-            if len(live):
-                key = np.stack([u.hi[live], u.lo[live]], axis=1)
-                _, inv = np.unique(key, axis=0, return_inverse=True)
-                inv = inv.reshape(-1)
-                least = np.full(inv.max() + 1, np.iinfo(np.int64).max)
-                np.minimum.at(least, inv, doc_of[live])
-                first[live] = least[inv]
-            self._seen["first"] = first
+            doc_of = np.repeat(np.arange(len(self.units.per_doc)), self.units.per_doc)
+            self._seen["first"] = doc_of[self.unit_head]
         return self._seen["first"]
 
     def _bloom_removed(self, number: int, text: str) -> list[Removed]:
@@ -233,7 +224,7 @@ def find_repeats(
     result.units = units
     result.unit_first = np.zeros(len(units.per_doc) + 1, dtype=np.int64)
     np.cumsum(units.per_doc, out=result.unit_first[1:])
-    result.unit_remove, result.unit_count = repeated_units(units, config.min_count, config.keep_first)
+    result.unit_remove, result.unit_count, result.unit_head = repeated_units(units, config.min_count, config.keep_first)
     result.timings["count"] = time.perf_counter() - t1
     result.counters.update(units=float((~units.blank).sum()), removed_units=float(result.unit_remove.sum()))
     return result

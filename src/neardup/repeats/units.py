@@ -57,24 +57,27 @@ def concat(batches: list[UnitBatch]) -> UnitBatch:
     return UnitBatch(*(np.concatenate([getattr(b, f) for b in batches]) for f in UnitBatch.__dataclass_fields__))
 
 
-def repeated_units(units: UnitBatch, min_count: int, keep_first: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(remove, count)``: which units go, and how many non-blank units share each one's
-    content. A unit goes when its content occurs at least ``min_count`` times and it is not the
-    first of them (with ``keep_first``). Blank units are never removed."""
+def repeated_units(units: UnitBatch, min_count: int, keep_first: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(remove, count, head)``: which units go, how many non-blank units share each one's
+    content, and the first unit with it (itself for a blank one). A unit goes when its content
+    occurs at least ``min_count`` times and it is not the first of them (with ``keep_first``).
+    Blank units are never removed."""
     n = len(units.hi)
     live = np.flatnonzero(~units.blank)
     count = np.zeros(n, dtype=np.int64)
+    head = np.arange(n, dtype=np.int64)
     remove = np.zeros(n, dtype=bool)
     if len(live):
         hi, lo = units.hi[live], units.lo[live]
         order = np.argsort(hi, kind="stable")
-        c, first = count_groups(hi, lo, order)
+        c, h = count_groups(hi, lo, order)
         count[live] = c
+        head[live] = live[h]
         gone = c >= min_count
         if keep_first:
-            gone &= ~first
+            gone &= h != np.arange(len(live))
         remove[live] = gone
-    return remove, count
+    return remove, count, head
 
 
 def segments(text: str, lines: np.ndarray) -> list[tuple[int, int]]:
