@@ -475,3 +475,16 @@ def _find(table, ident, k):
     while table[s] != k or ident[s] == 0:
         s = (s + np.uint64(1)) & mask
     return ident[s]
+
+
+@nb.njit(cache=True, nogil=True)
+def compact_positions(sa, width):
+    """Keep, in place and in order, the entries of ``sa`` divisible by ``width``, divided by
+    it; returns how many (the suffix array of the ids from that of their bytes)."""
+    k = 0
+    for i in range(sa.shape[0]):
+        v = sa[i]
+        if v % width == 0:
+            sa[k] = v // width
+            k += 1
+    return k

@@ -39,7 +39,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels.repeats import cover_runs, covered_runs, dense_ids, kasai_lcp, repeat_groups, rolling_hashes
+from .._kernels.repeats import (
+    compact_positions,
+    cover_runs,
+    covered_runs,
+    dense_ids,
+    kasai_lcp,
+    repeat_groups,
+    rolling_hashes,
+)
 from ..core.errors import NeardupError
 from .tokens import TokenBatch
 
@@ -64,7 +72,8 @@ class Spans:
 
 def suffix_array(ids: np.ndarray) -> np.ndarray:
     """The suffix array of ``ids`` (non-negative integers), by libdivsufsort over their
-    big-endian bytes of the fewest width that holds them (one byte: the bytes themselves)."""
+    big-endian bytes of the fewest width that holds them (one byte: the bytes themselves);
+    int32 while the bytes number below 2^31, else int64."""
     try:
         from pydivsufsort import divsufsort
     except ImportError:
@@ -74,16 +83,18 @@ def suffix_array(ids: np.ndarray) -> np.ndarray:
 
     top = int(ids.max()) if len(ids) else 0
     width = 1 if top < 1 << 8 else 2 if top < 1 << 16 else 3 if top < 1 << 24 else 4
-    if width == 1:
-        return divsufsort(np.ascontiguousarray(ids, dtype=np.uint8)).astype(np.int64, copy=False)
-    be = ids.astype(">u4").view(np.uint8).reshape(-1, 4)[:, 4 - width :]
-    raw = np.ascontiguousarray(be).reshape(-1)
-    del be
-    sa = divsufsort(raw)
+    raw = np.empty((len(ids), width), dtype=np.uint8)
+    for b in range(width):  # big-endian: the most significant byte first
+        raw[:, b] = (ids >> (8 * (width - 1 - b))) & 0xFF
+    raw = raw.reshape(-1)
+    sa = divsufsort(raw, force64=raw.size >= 1 << 31)
     del raw
-    sa = sa[sa % width == 0]
-    sa //= width
-    return sa.astype(np.int64, copy=False)
+    if width == 1:
+        return sa
+    k = compact_positions(sa, width)
+    out = sa[:k].copy()
+    del sa
+    return out
 
 
 @dataclass
@@ -105,8 +116,8 @@ def _stream(keys: np.ndarray, per_doc: np.ndarray, first_doc: int) -> _Shard:
     n = n_tok + n_docs
     stream = np.zeros(n, dtype=np.int32)
     stream[pos] = ids
-    token_at = np.full(n, -1, dtype=np.int64)
-    token_at[pos] = np.arange(n_tok)
+    token_at = np.full(n, -1, dtype=np.int32)
+    token_at[pos] = np.arange(n_tok, dtype=np.int32)
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc + 1) + np.int32(first_doc)
     hashes = np.zeros(n, dtype=np.uint64)
     hashes[pos] = keys
@@ -185,8 +196,8 @@ def find_spans(shards: Sequence[TokenBatch], length: int, min_count: int, tmp_di
 def _external(scratch: str, me: int, n_shards: int, rh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each position's hash ``rh``: its count in the other shards and a document there."""
     mine = np.load(os.path.join(scratch, f"{me}.npz"))["u"]
-    ext = np.zeros(len(mine), dtype=np.int64)
-    ext_doc = np.full(len(mine), -1, dtype=np.int64)
+    ext = np.zeros(len(mine), dtype=np.int32)
+    ext_doc = np.full(len(mine), -1, dtype=np.int32)
     for t in range(n_shards):
         if t == me:
             continue
@@ -201,7 +212,7 @@ def _external(scratch: str, me: int, n_shards: int, rh: np.ndarray) -> tuple[np.
         ext_doc[fresh] = d[idx[fresh]]
     where = np.searchsorted(mine, rh).clip(0, max(len(mine) - 1, 0))
     found = (rh != 0) & (mine[where] == rh) if len(mine) else np.zeros(len(rh), bool)
-    out, out_doc = np.zeros(len(rh), np.int64), np.full(len(rh), -1, np.int64)
+    out, out_doc = np.zeros(len(rh), np.int32), np.full(len(rh), -1, np.int32)
     out[found] = ext[where[found]]
     out_doc[found] = ext_doc[where[found]]
     return out, out_doc
@@ -209,16 +220,18 @@ def _external(scratch: str, me: int, n_shards: int, rh: np.ndarray) -> tuple[np.
 
 def _shard_spans(sh: TokenBatch, first_doc: int, length: int, min_count: int, merge) -> Spans:
     s = _stream(sh.key, sh.per_doc, first_doc)
-    count, other = _in_shard(s, length)
-    total = count.astype(np.int64)
-    other = other.astype(np.int64)
+    total, other = _in_shard(s, length)  # counts in this shard (0: no L tokens start there)
+    valid = total > 0
     if merge is not None:
         scratch, me, n_shards = merge
         ext, ext_doc = _external(scratch, me, n_shards, rolling_hashes(s.stream, s.keys, length))
-        total += np.where(count > 0, ext, 0)
-        alone = (count == 1) & (ext_doc >= 0)
+        ext[~valid] = 0
+        alone = (total == 1) & (ext_doc >= 0)
         other[alone] = ext_doc[alone]
-    starts = (total >= min_count) & (count > 0)
+        del ext_doc, alone
+        total += ext  # and in the other shards
+        del ext
+    starts = (total >= min_count) & valid
     covered = cover_runs(starts, length, len(s.stream))
     tok = s.token_at >= 0
     tok_total = np.where(starts, total, 0)[tok]
