@@ -447,3 +447,15 @@ def test_lines_report_count_and_first_holder(tmp_path):
     ]
     assert got == [(1, 0, 15, 1, 3, 0), (2, 0, 12, 1, 3, 0)]
     assert clean(texts[1], res.removed(1, texts[1])) == "y"
+
+
+@pytest.mark.parametrize("top", [3, 300, 70_000, 20_000_000])
+def test_suffix_array_of_ids_of_every_width(top):
+    from neardup.repeats.spans import suffix_array
+
+    rng = np.random.default_rng(top)
+    ids = rng.integers(1, top, 400).astype(np.int32)
+    ids[200:260] = ids[10:70]
+    ids[[99, 199, 399]] = 0
+    want = sorted(range(len(ids)), key=lambda i: ids[i:].tolist())
+    assert suffix_array(ids).tolist() == want

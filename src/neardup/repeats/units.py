@@ -16,6 +16,7 @@ different contents share a hash with probability about ``N^2 / 2^129`` over ``N`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -84,13 +85,12 @@ def segments(text: str, lines: np.ndarray) -> list[tuple[int, int]]:
     """The character ranges of the units of ``text`` (``lines[u]`` lines each): a unit ends
     after the ``\\n`` that closes its last line (the last unit at the end of the text), so
     the units tile the text."""
-    parts = text.split("\n")
+    ends = list(accumulate(len(p) + 1 for p in text.split("\n")))  # each line with its \n
     out = []
     at = line = 0
     for n in lines.tolist():
-        size = sum(len(p) for p in parts[line : line + n]) + n  # with each line's \n
         line += n
-        end = min(at + size, len(text))
+        end = min(ends[line - 1], len(text))
         out.append((at, end))
         at = end
     return out
