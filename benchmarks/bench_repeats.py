@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default=str(ROOT / "benchmarks" / "_data"), help="folder for the corpus and outputs")
-    ap.add_argument("--memory", default="2GB", help="--memory of the spans job")
+    ap.add_argument("--memory", default="2GB", help="--memory of the spans job (comma-separated: one run each)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--min-length", type=int, default=50)
     args = ap.parse_args()
@@ -85,31 +85,32 @@ def main() -> int:
 
     stats = data / "repeats-stats.json"
     out_path = data / "repeats-out.jsonl"
-    wall, peak, _ = timed(
-        [
-            *neardup,
-            "-o",
-            str(out_path),
-            "--min-length",
-            str(args.min_length),
-            "--memory",
-            args.memory,
-            "--stats",
-            str(stats),
-        ]
-    )
-    st = json.loads(stats.read_text())
-    find = st["seconds"]["read and tokenize"] + st["seconds"]["suffix arrays"]
-    c = st["counters"]
-    rows.append(
-        (
-            f"spans L={args.min_length} ({int(c['tokens']):,} tokens, {int(c['shards'])} shard(s))",
-            wall,
-            peak,
-            f"find {find:.1f} s = {find / bare_s:.2f}x bare SA (SA stage {st['seconds']['suffix arrays']:.1f} s); "
-            f"total {wall / bare_s:.2f}x; {c['removed_tokens'] / c['tokens']:.1%} of tokens removed",
+    for memory in args.memory.split(","):
+        wall, peak, _ = timed(
+            [
+                *neardup,
+                "-o",
+                str(out_path),
+                "--min-length",
+                str(args.min_length),
+                "--memory",
+                memory,
+                "--stats",
+                str(stats),
+            ]
         )
-    )
+        st = json.loads(stats.read_text())
+        find = st["seconds"]["read and tokenize"] + st["seconds"]["suffix arrays"]
+        c = st["counters"]
+        rows.append(
+            (
+                f"spans L={args.min_length} --memory {memory} ({int(c['tokens']):,} tokens, {int(c['shards'])} shard(s))",
+                wall,
+                peak,
+                f"find {find:.1f} s = {find / bare_s:.2f}x bare SA (SA stage {st['seconds']['suffix arrays']:.1f} s); "
+                f"total {wall / bare_s:.2f}x; {c['removed_tokens'] / c['tokens']:.1%} of tokens removed",
+            )
+        )
     for label, extra in (
         ("lines", ["--mode", "lines"]),
         ("paragraphs", ["--mode", "paragraphs"]),

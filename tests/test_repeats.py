@@ -332,7 +332,7 @@ def test_workers_and_shards_change_nothing(tmp_path):
     cfg = RepeatsConfig("spans", min_length=5)
     base, r1 = job_ranges(path, cfg, workers=1, batch_size=16)
     two, _ = job_ranges(path, cfg, workers=2, batch_size=7)
-    small, r3 = job_ranges(path, cfg, workers=2, batch_size=16, memory=200 * 112)
+    small, r3 = job_ranges(path, cfg, workers=2, batch_size=16, memory=200 * 128)
     assert base == two == small
     assert r1.counters["shards"] == 1 and r3.counters["shards"] > 3
     for mode in ("lines", "paragraphs"):

@@ -488,3 +488,23 @@ def compact_positions(sa, width):
             sa[k] = v // width
             k += 1
     return k
+
+
+@nb.njit(cache=True, nogil=True)
+def merge_counts(mine, theirs, counts, docs, ext, ext_doc):
+    """For sorted distinct hashes ``mine`` and ``theirs`` (with ``counts`` and a document
+    ``docs`` each): add the count of every hash of ``mine`` found in ``theirs`` to ``ext``, and
+    set ``ext_doc`` where it is still -1. One merge pass, O(len(mine) + len(theirs))."""
+    i = 0
+    j = 0
+    while i < mine.shape[0] and j < theirs.shape[0]:
+        if mine[i] < theirs[j]:
+            i += 1
+        elif mine[i] > theirs[j]:
+            j += 1
+        else:
+            ext[i] += counts[j]
+            if ext_doc[i] < 0:
+                ext_doc[i] = docs[j]
+            i += 1
+            j += 1

@@ -168,15 +168,17 @@ def find_repeats(
                 for batch, toks in threads.stream(lambda b: (b, batch_tokens(b.texts, config.unit)), batches):
                     ids += batch.ids
                     if held and held + len(toks.key) > shard_tokens:
-                        shards.append(concat_tokens(current), spill=True)
-                        current, held = [], 0
+                        full, current, held = concat_tokens(current), [], 0
+                        shards.append(full, spill=True)
+                        del full
                     current.append(toks)
                     held += len(toks.key)
                     if on_batch is not None:
                         on_batch(len(batch))
                 if current or not len(shards):
-                    shards.append(concat_tokens(current), spill=False)
-                del current
+                    last, current = concat_tokens(current), []
+                    shards.append(last, spill=len(shards) > 0)  # a shard of several is read when its turn comes
+                    del last
                 result.timings["read and tokenize"] = time.perf_counter() - t0
                 t1 = time.perf_counter()
                 result.n_documents = len(ids)

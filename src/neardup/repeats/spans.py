@@ -18,7 +18,7 @@ union of every occurrence of every ``L``-token sequence that occurs ``min_count`
 of whole documents, each with its own suffix array. Every position of every shard also gets a
 64-bit hash of its ``L`` tokens (:func:`~neardup._kernels.repeats.rolling_hashes`); each shard
 keeps its distinct hashes with their counts, and for each shard the counts of its hashes in
-every other shard are added (sorted arrays, ``searchsorted``), one other shard at a time. A
+every other shard are added (a merge of the sorted arrays), one other shard at a time. A
 position starts a repeat when its count in its shard plus its counts elsewhere reach
 ``min_count``. Two different ``L``-token sequences share a hash with probability ``2^-64``
 per pair (``N_a N_b / 2^64`` for shards of ``N_a`` and ``N_b`` positions: below ``10^-3`` for
@@ -45,13 +45,14 @@ from .._kernels.repeats import (
     covered_runs,
     dense_ids,
     kasai_lcp,
+    merge_counts,
     repeat_groups,
     rolling_hashes,
 )
 from ..core.errors import NeardupError
 from .tokens import TokenBatch
 
-BYTES_PER_TOKEN = 112
+BYTES_PER_TOKEN = 128
 """Peak bytes a token of the shard being searched (measured in benchmarks/bench_repeats.py)."""
 
 
@@ -185,36 +186,34 @@ def find_spans(shards: Sequence[TokenBatch], length: int, min_count: int, tmp_di
             s = _stream(sh.key, sh.per_doc, int(firsts[i]))
             rh = rolling_hashes(s.stream, s.keys, length)
             live = rh != 0
-            u, first_at, counts = np.unique(rh[live], return_index=True, return_counts=True)
-            np.savez(os.path.join(scratch, f"{i}.npz"), u=u, c=counts, d=s.doc_of[live][first_at])
+            u, first_at, inv, counts = np.unique(rh[live], return_index=True, return_inverse=True, return_counts=True)
+            at = np.full(len(rh), -1, dtype=np.int32)  # each position's hash in u (-1: none)
+            at[live] = inv.reshape(-1)
+            np.savez(os.path.join(scratch, f"{i}.npz"), u=u, c=counts.astype(np.int32), d=s.doc_of[live][first_at])
+            np.save(os.path.join(scratch, f"{i}.at.npy"), at)
+            del s, rh, live, u, first_at, inv, counts, at, sh  # before the next shard's
         parts = []
-        for i, sh in enumerate(shards):
-            parts.append(_shard_spans(sh, int(firsts[i]), length, min_count, (scratch, i, len(shards))))
+        for i in range(len(shards)):
+            parts.append(_shard_spans(shards[i], int(firsts[i]), length, min_count, (scratch, i, len(shards))))
         return _join(parts)
 
 
-def _external(scratch: str, me: int, n_shards: int, rh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each position's hash ``rh``: its count in the other shards and a document there."""
+def _external(scratch: str, me: int, n_shards: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each position of shard ``me``: the count of its ``L`` tokens in the other shards and
+    a document there (-1: none), by merging its sorted distinct hashes with theirs."""
     mine = np.load(os.path.join(scratch, f"{me}.npz"))["u"]
     ext = np.zeros(len(mine), dtype=np.int32)
     ext_doc = np.full(len(mine), -1, dtype=np.int32)
     for t in range(n_shards):
-        if t == me:
-            continue
-        other = np.load(os.path.join(scratch, f"{t}.npz"))
-        u, c, d = other["u"], other["c"], other["d"]
-        if not len(u):
-            continue
-        idx = np.searchsorted(u, mine).clip(0, len(u) - 1)
-        hit = u[idx] == mine
-        ext[hit] += c[idx[hit]]
-        fresh = hit & (ext_doc < 0)
-        ext_doc[fresh] = d[idx[fresh]]
-    where = np.searchsorted(mine, rh).clip(0, max(len(mine) - 1, 0))
-    found = (rh != 0) & (mine[where] == rh) if len(mine) else np.zeros(len(rh), bool)
-    out, out_doc = np.zeros(len(rh), np.int32), np.full(len(rh), -1, np.int32)
-    out[found] = ext[where[found]]
-    out_doc[found] = ext_doc[where[found]]
+        if t != me:
+            with np.load(os.path.join(scratch, f"{t}.npz")) as other:
+                merge_counts(mine, other["u"], other["c"], other["d"], ext, ext_doc)
+    del mine
+    at = np.load(os.path.join(scratch, f"{me}.at.npy"))
+    live = at >= 0
+    out, out_doc = np.zeros(len(at), np.int32), np.full(len(at), -1, np.int32)
+    out[live] = ext[at[live]]
+    out_doc[live] = ext_doc[at[live]]
     return out, out_doc
 
 
@@ -224,7 +223,7 @@ def _shard_spans(sh: TokenBatch, first_doc: int, length: int, min_count: int, me
     valid = total > 0
     if merge is not None:
         scratch, me, n_shards = merge
-        ext, ext_doc = _external(scratch, me, n_shards, rolling_hashes(s.stream, s.keys, length))
+        ext, ext_doc = _external(scratch, me, n_shards)
         ext[~valid] = 0
         alone = (total == 1) & (ext_doc >= 0)
         other[alone] = ext_doc[alone]
