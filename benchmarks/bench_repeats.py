@@ -43,13 +43,18 @@ print(f"{time.perf_counter() - t:.3f} {len(data)}")
 """
 
 
+CPU: dict[str, float] = {}
+
+
 def timed(cmd: list[str]) -> tuple[float, int, str]:
-    """Run ``cmd`` under GNU time: (wall seconds, peak RSS bytes, stdout)."""
+    """Run ``cmd`` under GNU time: (wall seconds, peak RSS bytes, stdout); its CPU seconds
+    (user + system) in ``CPU["last"]``."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
         out = subprocess.run(
-            ["/usr/bin/time", "-f", "%e %M", "-o", t.name, *cmd], check=True, capture_output=True, text=True
+            ["/usr/bin/time", "-f", "%e %M %U %S", "-o", t.name, *cmd], check=True, capture_output=True, text=True
         )
-        wall, kb = t.read().split()[-2:]
+        wall, kb, user, system = t.read().split()[-4:]
+    CPU["last"] = float(user) + float(system)
     return float(wall), int(kb) * 1024, out.stdout
 
 
@@ -124,7 +129,8 @@ def main() -> int:
                 label,
                 wall,
                 peak,
-                f"{mbs:.1f} MB/s a worker end to end; {st['counts']['removed_chars'] / st['counts']['chars']:.1%} of characters removed",
+                f"{mbs:.1f} MB/s a worker end to end, {size / 1e6 / CPU['last']:.1f} MB a CPU second "
+                f"({CPU['last']:.1f} CPU s, start-up included); {st['counts']['removed_chars'] / st['counts']['chars']:.1%} of characters removed",
             )
         )
     out_path.unlink(missing_ok=True)
