@@ -459,3 +459,9 @@ def test_suffix_array_of_ids_of_every_width(top):
     ids[[99, 199, 399]] = 0
     want = sorted(range(len(ids)), key=lambda i: ids[i:].tolist())
     assert suffix_array(ids).tolist() == want
+
+
+def test_other_document_across_shards():
+    texts = ["k l m k l m", "p q", "z k l m"]
+    _, s = got_spans(texts, 3, 2, shards=2)
+    assert list(zip(s.doc.tolist(), s.other.tolist())) == [(0, 2), (2, 0)]

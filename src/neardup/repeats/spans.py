@@ -60,8 +60,8 @@ BYTES_PER_TOKEN = 128
 class Spans:
     """Removed spans, one row each, in document order: document number, character offsets in
     it (``start``, ``end``), length in tokens, the least count of their ``L``-token windows, and
-    another document holding the first window: the least one in the shard, else one of the first
-    other shard that holds it (the same document when only it holds it)."""
+    another document holding the first window: the least other one in the shard, else one of the
+    first other shard that holds it (the same document when only it holds it)."""
 
     doc: np.ndarray
     start: np.ndarray
@@ -225,7 +225,7 @@ def _shard_spans(sh: TokenBatch, first_doc: int, length: int, min_count: int, me
         scratch, me, n_shards = merge
         ext, ext_doc = _external(scratch, me, n_shards)
         ext[~valid] = 0
-        alone = (total == 1) & (ext_doc >= 0)
+        alone = ((total == 1) | (other == s.doc_of)) & (ext_doc >= 0)  # prefer another document
         other[alone] = ext_doc[alone]
         del ext_doc, alone
         total += ext  # and in the other shards
