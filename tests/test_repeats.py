@@ -465,3 +465,11 @@ def test_other_document_across_shards():
     texts = ["k l m k l m", "p q", "z k l m"]
     _, s = got_spans(texts, 3, 2, shards=2)
     assert list(zip(s.doc.tolist(), s.other.tolist())) == [(0, 2), (2, 0)]
+
+
+@pytest.mark.parametrize("mode", ["lines", "paragraphs"])
+def test_cli_bloom_writes_what_the_exact_table_writes(tmp_path, mode):
+    path = write_jsonl(tmp_path / "in.jsonl", LINES + corpus(n=60, seed=8, size=(2, 12)))
+    run_cli("repeats", path, "-o", tmp_path / "exact.jsonl", "--mode", mode, "--batch-size", 7, "-q")
+    run_cli("repeats", path, "-o", tmp_path / "bloom.jsonl", "--mode", mode, "--bloom", "1e-9", "--workers", 2, "-q")
+    assert (tmp_path / "bloom.jsonl").read_bytes() == (tmp_path / "exact.jsonl").read_bytes()

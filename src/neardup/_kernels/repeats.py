@@ -508,3 +508,13 @@ def merge_counts(mine, theirs, counts, docs, ext, ext_doc):
                 ext_doc[i] = docs[j]
             i += 1
             j += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def bloom_seen_many(bits, hi, lo, k, query):
+    """:func:`bloom_test_and_set` of every unit that ``query`` marks, in order (False elsewhere)."""
+    out = np.zeros(hi.shape[0], dtype=np.bool_)
+    for u in range(hi.shape[0]):
+        if query[u]:
+            out[u] = bloom_test_and_set(bits, hi[u], lo[u], k)
+    return out

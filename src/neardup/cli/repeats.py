@@ -313,8 +313,7 @@ def _write(
     ids = result.ids
     want_spans = named["--spans"] is not None
 
-    def edit(number: int, text: str):
-        removed = result.removed(number, text)
+    def edit_one(number: int, text: str, removed: list):
         counts["chars"] += len(text)
         if removed:
             counts["changed"] += 1
@@ -335,6 +334,10 @@ def _write(
             counts["dropped_empty"] += 1
             return None
         return (cleaned if removed else None), {}
+
+    def edit(start: int, texts: list):
+        found = result.removed_batch(start, texts)
+        return [edit_one(start + k, t, r) for k, (t, r) in enumerate(zip(texts, found))]
 
     added = {SPAN_FIELD: pa.list_(pa.list_(pa.int64()))} if annotate else None
     outputs = OutputSet()

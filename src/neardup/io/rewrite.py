@@ -1,8 +1,8 @@
 """Writing every record with its text replaced (the repeats job's output): :func:`write_rewritten`.
 
 The inputs are re-read with the numbering and skipping of :func:`~neardup.io.read.read_documents`;
-``edit(number, text)`` gives each document's new text and fields to add (or None: the record is
-not written). Every other field is written as it was read (JSON Lines records are parsed and
+``edit(start, texts)`` gives, for the documents of a chunk, each one's new text and fields to add
+(or None: the record is not written). Every other field is written as it was read (JSON Lines records are parsed and
 written again, so their other values keep their JSON meaning, not their exact bytes). Formats,
 atomic replacement and output sets are those of :func:`~neardup.io.write.write_kept`.
 """
@@ -23,7 +23,7 @@ from .streams import WRITE_ROWS
 from .transaction import OutputSet
 from .write import _atomic_output, _chunk_records, _CsvOnePassSink, _CsvSink, _open_sink, _refuse_clash, _text_records
 
-Edit = Callable[[int, str], "tuple[str | None, dict[str, Any]] | None"]
+Edit = Callable[[int, list], "list[tuple[str | None, dict[str, Any]] | None]"]
 
 
 def write_rewritten(
@@ -43,12 +43,13 @@ def write_rewritten(
 ) -> int:
     """Write the records of ``paths`` edited by ``edit`` to ``out_path``; return how many.
 
-    ``edit(number, text)`` returns ``(new_text, fields)`` (``new_text`` None: the text as it
-    was; ``fields`` added after the record's own, a clash with one of them an
-    :class:`~neardup.core.errors.InputError`) or None to leave the record out. It is called
-    once per document, in document order. ``added`` (name -> Arrow type) declares the added
-    fields for CSV and Parquet outputs. ``n_documents``: documents of the first pass (a
-    different count raises :class:`~neardup.core.errors.InputChangedError`).
+    ``edit(start, texts)`` is called once per chunk of documents (numbered from ``start``), in
+    document order, and returns for each ``(new_text, fields)`` (``new_text`` None: the text as
+    it was; ``fields`` added after the record's own, a clash with one of them an
+    :class:`~neardup.core.errors.InputError`) or None to leave the record out. ``added``
+    (name -> Arrow type) declares the added fields for CSV and Parquet outputs.
+    ``n_documents``: documents of the first pass (a different count raises
+    :class:`~neardup.core.errors.InputChangedError`).
     """
     pol = make_policy(text_field, id_field, on_error, None, id_policy=id_policy, snapshot=snapshot)
     sources = resolve_inputs(paths, input_format)
@@ -70,8 +71,8 @@ def write_rewritten(
                         else _text_records(fmt, chunk, sel, text_field)
                     )
                     out = []
-                    for k, record in enumerate(records):
-                        res = edit(start + k, as_str(chunk.texts[k]))
+                    edits = edit(start, [as_str(t) for t in chunk.texts])
+                    for record, res in zip(records, edits):
                         if res is None:
                             continue
                         text, fields = res

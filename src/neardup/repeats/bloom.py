@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels.repeats import bloom_add, bloom_count, bloom_test_and_set
+from .._kernels.repeats import bloom_add, bloom_count, bloom_seen_many, bloom_test_and_set
 
 
 def bloom_size(items: int, fpr: float) -> tuple[int, int]:
@@ -83,3 +83,7 @@ class CountingBloom:
     def seen_before(self, hi: int, lo: int) -> bool:
         """Whether the unit was marked written already (then it is marked)."""
         return bool(bloom_test_and_set(self.written, np.uint64(hi), np.uint64(lo), self.k))
+
+    def seen_many(self, hi: np.ndarray, lo: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """:meth:`seen_before` of every unit ``query`` marks, in order (False elsewhere)."""
+        return bloom_seen_many(self.written, hi, lo, self.k, query)

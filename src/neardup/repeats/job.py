@@ -90,21 +90,30 @@ class RepeatsResult:
             self._seen["first"] = doc_of[self.unit_head]
         return self._seen["first"]
 
-    def _bloom_removed(self, number: int, text: str) -> list[Removed]:
+    def removed_batch(self, start: int, texts: list[str]) -> list[list[Removed]]:
+        """:meth:`removed` of documents ``start, start + 1, ...`` (called in document order)."""
+        if self.bloom is None:
+            return [self.removed(start + i, t) for i, t in enumerate(texts)]
         c = self.config
-        u = batch_units([text], c.mode == "paragraphs")
+        u = batch_units(texts, c.mode == "paragraphs")
         counts = self.bloom.counts(u.hi, u.lo)
+        repeated = ~u.blank & (counts >= c.min_count)
+        seen = self.bloom.seen_many(u.hi, u.lo, repeated)
+        gone = repeated & seen if c.keep_first else repeated
         out = []
-        ranges = None
-        for g in range(len(u.hi)):
-            if u.blank[g] or counts[g] < c.min_count:
-                continue
-            seen = self.bloom.seen_before(int(u.hi[g]), int(u.lo[g]))
-            if c.keep_first and not seen:
-                continue
-            ranges = ranges or segments(text, u.lines)
-            out.append(Removed(*ranges[g], int(u.lines[g]), int(counts[g]), -1))
+        at = 0
+        for t, n in zip(texts, u.per_doc.tolist()):
+            hit = np.flatnonzero(gone[at : at + n])
+            if len(hit):
+                ranges = segments(t, u.lines[at : at + n])
+                out.append([Removed(*ranges[g], int(u.lines[at + g]), int(counts[at + g]), -1) for g in hit.tolist()])
+            else:
+                out.append([])
+            at += n
         return out
+
+    def _bloom_removed(self, number: int, text: str) -> list[Removed]:
+        return self.removed_batch(number, [text])[0]
 
 
 def clean(text: str, removed: list[Removed]) -> str:
