@@ -3,7 +3,7 @@
 Layers, imports going one way only (a module may import its own layer and the ones below)::
 
     cli, service           7
-    api, eval              6
+    api, eval, repeats     6
     io                     5
     engine | index         4   (side by side: neither imports the other)
     methods                3
@@ -36,6 +36,7 @@ LAYERS = {
     "io": 5,
     "api": 6,
     "incremental": 6,
+    "repeats": 6,
     "eval": 6,
     "cli": 7,
     "service": 7,

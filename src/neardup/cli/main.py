@@ -9,6 +9,7 @@ from .compare import compare_cmd
 from .dedup import dedup_cmd
 from .evaluate import eval_cmd
 from .index import index_group
+from .repeats import repeats_cmd
 from .report import report_cmd
 from .serve import serve_cmd
 from .tune import tune_cmd
@@ -35,5 +36,5 @@ def main() -> None:
     """
 
 
-for _command in (dedup_cmd, index_group, serve_cmd, tune_cmd, compare_cmd, eval_cmd, report_cmd):
+for _command in (dedup_cmd, repeats_cmd, index_group, serve_cmd, tune_cmd, compare_cmd, eval_cmd, report_cmd):
     main.add_command(_command)
