@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from .core.components import center_clusters, keep_order
 from .core.documents import DocumentSource, InMemorySource
 from .core.ids import id_array, repeated_ids
 from .core.parallel import MAX_WORKERS
@@ -26,9 +27,17 @@ from .io.partitions import FileSource, ReadOptions
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
 
-__all__ = ["DedupResult", "dedup", "default_workers"]
+__all__ = ["CLUSTERINGS", "DedupResult", "dedup", "default_workers"]
 
 MAX_BATCH_SIZE = 10_000_000
+
+CLUSTERINGS = ("components", "center")
+"""``cluster=``: connected components of the verified pairs, or greedy center (star) clusters
+(:func:`~neardup.core.components.center_clusters`)."""
+DEFAULT_CLUSTER = "components"
+
+_SLACK = 1e-9
+"""How far below the pair threshold a similarity may fall by rounding and still count as at it."""
 
 
 def default_workers() -> int:
@@ -48,6 +57,8 @@ class DedupResult:
     read_stats: ReadStats
     source: DocumentSource = field(repr=False)
     """Reads the job's documents again, in the same order (a later pass, such as ``--against``)."""
+    cluster: str = DEFAULT_CLUSTER
+    """How the clusters were made (:data:`CLUSTERINGS`)."""
 
     @property
     def ids(self) -> list[str]:
@@ -87,9 +98,25 @@ class DedupResult:
         return int(np.count_nonzero(self.job.empty))
 
     @property
+    def below_threshold(self) -> int:
+        """Removed documents whose similarity to their kept document is below the method's pair
+        threshold (:attr:`~neardup.methods.base.MethodConfig.pair_threshold`): joined to it
+        through other documents by connected components; always 0 with ``cluster="center"``."""
+        removed = ~self.keep_mask
+        low = np.asarray(self.similarity) < self.config.pair_threshold - _SLACK
+        return int(np.count_nonzero(removed & low))
+
+    @property
     def stats(self) -> dict[str, str]:
         """The method's summary lines (label -> text)."""
         lines = dict(self.config.describe(self.counters))
+        if self.n_removed:
+            below = self.below_threshold
+            hint = " (--cluster center keeps them)" if below and self.cluster == "components" else ""
+            lines["below threshold"] = (
+                f"{below:,} of {self.n_removed:,} removed documents below {self.config.pair_threshold:g} "
+                f"to their kept document{hint}"
+            )
         repeated = repeated_ids(self.ids)
         if self.read_stats.line_ids:
             lines["ids from FILE:LINE"] = f"{self.read_stats.line_ids:,} (their id was missing or repeated)"
@@ -178,6 +205,7 @@ def dedup(
     method: MethodConfig | None = None,
     *,
     keep: Literal["first", "longest"] = "first",
+    cluster: Literal["components", "center"] = DEFAULT_CLUSTER,
     workers: int | None = None,
     batch_size: int = 2048,
     text_field: str = "text",
@@ -204,15 +232,19 @@ def dedup(
     strings is paths when every one looks like a path (no whitespace; exists, ``-``, a URL, a glob
     or an input extension), texts when none does.
 
-    ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document
-    of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
-    with ``workers`` threads, every core when None, and a budget of ``memory`` bytes or a size such
-    as ``"2GB"``, past which it spills to ``tmp_dir``: :mod:`neardup.core.budget`); ``html``
-    strips markup from the text field (``main_content``: keep each page's main block). ``paths``
-    may hold files, folders of shards, globs, ``-`` and fsspec URLs; ``input_format`` overrides
-    their extensions (:mod:`neardup.io.paths`). ``on_stage(name)`` and ``on_batch(documents)`` follow the job;
-    ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
-    the files fills as it reads (bytes read, documents, skips), for a progress display.
+    ``method`` is a method config (default ``MinHashConfig()``); ``keep`` picks the kept document of
+    each cluster (``first`` or ``longest``); ``cluster`` how clusters are made: ``components``
+    (connected components of the verified pairs: a removed document may be below the threshold to
+    its kept one, joined through others) or ``center`` (greedy center clustering in ``keep`` order:
+    every removed document is a verified neighbour of its kept one); ``engine`` runs the job
+    (default: the local engine with ``workers`` threads, every core when None, and a budget of
+    ``memory`` bytes or a size such as ``"2GB"``, past which it spills to ``tmp_dir``:
+    :mod:`neardup.core.budget`); ``html`` strips markup from the text field (``main_content``: keep
+    each page's main block). ``paths`` may hold files, folders of shards, globs, ``-`` and fsspec
+    URLs; ``input_format`` overrides their extensions (:mod:`neardup.io.paths`). ``on_stage(name)``
+    and ``on_batch(documents)`` follow the job; ``read_stats``, when given, is the
+    :class:`~neardup.io.policy.ReadStats` the first pass over the files fills as it reads (bytes
+    read, documents, skips), for a progress display.
 
     ``id_policy="line"`` (files, with ``id_field``): a record whose id is missing, empty or repeats
     an earlier record's gets the id ``FILE:LINE`` instead of being a bad record (counted in
@@ -231,6 +263,8 @@ def dedup(
     if not isinstance(method, MethodConfig):
         raise TypeError(f"method must be a method config (such as MinHashConfig()), got {type(method).__name__}")
     keep = check("keep", keep, Choice(("first", "longest")))
+    cluster = check("cluster", cluster, Choice(CLUSTERINGS))
+    run_pairs = want_pairs or cluster == "center"
     workers = check("workers", workers, Optional(Integer(1, MAX_WORKERS)))
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
@@ -251,10 +285,22 @@ def dedup(
         read_stats.documents = len(texts)
         engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
-        job = engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
-        return DedupResult(method, job, read_stats, mem)
+        job = engine.run(method.plan(), mem, keep=keep, want_pairs=run_pairs, progress=_Callbacks(on_batch, on_stage))
+        return DedupResult(method, _clustered(job, cluster, keep, want_pairs), read_stats, mem, cluster)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
-    job = engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=_Callbacks(on_batch, on_stage))
-    return DedupResult(method, job, read_stats, source)
+    job = engine.run(method.plan(), source, keep=keep, want_pairs=run_pairs, progress=_Callbacks(on_batch, on_stage))
+    return DedupResult(method, _clustered(job, cluster, keep, want_pairs), read_stats, source, cluster)
+
+
+def _clustered(job: JobResult, cluster: str, keep: str, want_pairs: bool) -> JobResult:
+    """``job`` with its clusters made by ``cluster`` from its verified pairs (the engine's are
+    connected components), on this process whatever the engine, so every engine and worker
+    count gives the same clusters; the pairs are dropped unless asked for."""
+    if cluster == "components":
+        return job
+    n = len(job.ids)
+    a, b, s = job.pairs
+    root, kept, similarity = center_clusters(n, a, b, s, keep_order(n, keep, np.asarray(job.lengths)))
+    return replace(job, root=root, kept=kept, similarity=similarity, pairs=job.pairs if want_pairs else None)

@@ -86,6 +86,15 @@ def _check_output_path(ctx, param, value):
     show_default=True,
     help="Which document of each cluster is kept.",
 )
+@click.option(
+    "--cluster",
+    type=click.Choice(["components", "center"]),
+    default="components",
+    show_default=True,
+    help="How verified pairs make clusters: connected components (a removed document may be below the "
+    "threshold to its kept one, joined through others; the summary counts them), or greedy centers in --keep "
+    "order (every removed document is at or above the threshold to its kept one).",
+)
 @option(
     "--clusters",
     "clusters_path",
@@ -225,6 +234,7 @@ def dedup_cmd(
     input_format,
     method,
     keep,
+    cluster,
     clusters_path,
     pairs_path,
     removed_path,
@@ -318,6 +328,7 @@ def dedup_cmd(
                 inputs,
                 config,
                 keep=keep,
+                cluster=cluster,
                 workers=workers if job_engine is None else None,
                 engine=job_engine,
                 memory=memory if job_engine is None else None,
@@ -364,6 +375,7 @@ def dedup_cmd(
             removed = int(len(keep_mask) - np.count_nonzero(keep_mask))
             settings = {
                 "keep": keep,
+                "cluster": cluster,
                 "text_field": text_field,
                 "id_field": id_field,
                 "id_policy": id_policy,

@@ -283,6 +283,7 @@ def stats_document(
         "empty": result.empty,
         "clusters": result.n_clusters,
         "removed": removed,
+        "below_threshold": result.below_threshold,
         "kept": result.n_documents - removed,
         "files": rs.files,
         "bytes_read": rs.bytes_read,
