@@ -59,6 +59,9 @@ class DedupResult:
     """Reads the job's documents again, in the same order (a later pass, such as ``--against``)."""
     cluster: str = DEFAULT_CLUSTER
     """How the clusters were made (:data:`CLUSTERINGS`)."""
+    verified_pairs_found: int | None = None
+    """:attr:`n_verified_pairs` of a job that made the pairs and dropped them (``cluster="center"``
+    without ``want_pairs``)."""
 
     @property
     def ids(self) -> list[str]:
@@ -98,6 +101,16 @@ class DedupResult:
         return int(np.count_nonzero(self.job.empty))
 
     @property
+    def n_verified_pairs(self) -> int | None:
+        """Pairs of documents at or above the threshold, pairs inside a group of exact duplicates
+        included: the rows ``want_pairs`` gives (:meth:`pairs_table`, ``--pairs``), the same on
+        every engine. ``None`` when the job made no pairs (connected components alone skip the
+        pairs of documents already in one cluster, so they are not all found)."""
+        if self.pairs is not None:
+            return len(self.pairs[0])
+        return self.verified_pairs_found
+
+    @property
     def below_threshold(self) -> int:
         """Removed documents whose similarity to their kept document is below the method's pair
         threshold (:attr:`~neardup.methods.base.MethodConfig.pair_threshold`): joined to it
@@ -110,6 +123,12 @@ class DedupResult:
     def stats(self) -> dict[str, str]:
         """The method's summary lines (label -> text)."""
         lines = dict(self.config.describe(self.counters))
+        verified = self.n_verified_pairs
+        lines["verified pairs"] = (
+            f"{verified:,} (every pair at or above the threshold, exact duplicates included: the rows of --pairs)"
+            if verified is not None
+            else "not counted (clustering alone skips pairs already joined; --pairs or --cluster center counts them)"
+        )
         if self.n_removed:
             below = self.below_threshold
             hint = " (--cluster center keeps them)" if below and self.cluster == "components" else ""
@@ -286,21 +305,27 @@ def dedup(
         engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
         job = engine.run(method.plan(), mem, keep=keep, want_pairs=run_pairs, progress=_Callbacks(on_batch, on_stage))
-        return DedupResult(method, _clustered(job, cluster, keep, want_pairs), read_stats, mem, cluster)
+        return _result(method, _clustered(job, cluster, keep, want_pairs), read_stats, mem, cluster)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
     job = engine.run(method.plan(), source, keep=keep, want_pairs=run_pairs, progress=_Callbacks(on_batch, on_stage))
-    return DedupResult(method, _clustered(job, cluster, keep, want_pairs), read_stats, source, cluster)
+    return _result(method, _clustered(job, cluster, keep, want_pairs), read_stats, source, cluster)
 
 
-def _clustered(job: JobResult, cluster: str, keep: str, want_pairs: bool) -> JobResult:
+def _result(method, clustered, read_stats, source, cluster) -> DedupResult:
+    job, found = clustered
+    return DedupResult(method, job, read_stats, source, cluster, found)
+
+
+def _clustered(job: JobResult, cluster: str, keep: str, want_pairs: bool) -> tuple[JobResult, int | None]:
     """``job`` with its clusters made by ``cluster`` from its verified pairs (the engine's are
     connected components), on this process whatever the engine, so every engine and worker
-    count gives the same clusters; the pairs are dropped unless asked for."""
+    count gives the same clusters; the pairs are dropped unless asked for, their number kept."""
     if cluster == "components":
-        return job
+        return job, None
     n = len(job.ids)
     a, b, s = job.pairs
     root, kept, similarity = center_clusters(n, a, b, s, keep_order(n, keep, np.asarray(job.lengths)))
-    return replace(job, root=root, kept=kept, similarity=similarity, pairs=job.pairs if want_pairs else None)
+    job = replace(job, root=root, kept=kept, similarity=similarity, pairs=job.pairs if want_pairs else None)
+    return job, len(a)

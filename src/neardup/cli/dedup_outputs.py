@@ -282,6 +282,8 @@ def stats_document(
         "skipped": rs.skipped,
         "empty": result.empty,
         "clusters": result.n_clusters,
+        "verified_pairs": result.n_verified_pairs,
+        "pairs_written": None if outputs.pairs is None else result.n_verified_pairs,
         "removed": removed,
         "below_threshold": result.below_threshold,
         "kept": result.n_documents - removed,
