@@ -26,6 +26,7 @@ from .io.memory import is_in_memory, texts_and_ids
 from .io.partitions import FileSource, ReadOptions
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
+from .text.edit import require_rapidfuzz
 
 __all__ = ["CLUSTERINGS", "DedupResult", "dedup", "default_workers"]
 
@@ -281,6 +282,8 @@ def dedup(
         method = get_method(DEFAULT_METHOD)()
     if not isinstance(method, MethodConfig):
         raise TypeError(f"method must be a method config (such as MinHashConfig()), got {type(method).__name__}")
+    if getattr(method, "verify", None) == "edit":
+        require_rapidfuzz()  # before the whole read and sketch
     keep = check("keep", keep, Choice(("first", "longest")))
     cluster = check("cluster", cluster, Choice(CLUSTERINGS))
     run_pairs = want_pairs or cluster == "center"

@@ -23,7 +23,7 @@ from ..index.durable import DurableIndex
 from ..io import output_format
 from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
-from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console
+from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console, require_extras
 from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, add_memory_options, chosen_engine
@@ -177,7 +177,19 @@ def _check_output_path(ctx, param, value):
     is_flag=True,
     help="The text field holds HTML: remove markup before comparing (.html/.htm files in a directory always are).",
 )
-@option("--main-content", group="Input", is_flag=True, help="With HTML, keep only each page's main content block.")
+@option(
+    "--main-content",
+    group="Input",
+    is_flag=True,
+    help="With HTML, keep only each page's main content block (needs resiliparse: pip install 'neardup[html]').",
+)
+@option(
+    "--main-content-heuristic",
+    group="Input",
+    is_flag=True,
+    help="With --main-content and without resiliparse: use neardup's own main-content heuristic (other results) "
+    "instead of stopping.",
+)
 @option(
     "--on-error",
     group="Input",
@@ -247,6 +259,7 @@ def dedup_cmd(
     id_policy,
     html,
     main_content,
+    main_content_heuristic,
     on_error,
     workers,
     batch_size,
@@ -298,6 +311,13 @@ def dedup_cmd(
         raise click.UsageError("--skipped needs --on-error skip (with fail, the first bad record stops the run)")
     if id_policy != "field" and id_field is None:
         raise click.UsageError("--id-policy needs --id-field")
+    if main_content_heuristic and not main_content:
+        raise click.UsageError("--main-content-heuristic needs --main-content")
+    require_extras(
+        *([("edit", "--verify edit")] if getattr(config, "verify", None) == "edit" else []),
+        *([("html", "--main-content")] if main_content and not main_content_heuristic else []),
+        *([("dask", "--engine dask")] if engine == "dask" else []),
+    )
     if engine != "local" and (memory is not None or tmp_dir is not None):
         raise click.UsageError("--memory and --tmp-dir are the local engine's budget; Dask's workers keep to Dask's")
     outs = Outputs(output, clusters_path, pairs_path, removed_path, skipped_path, stats_path, annotate, annotate_prefix)
