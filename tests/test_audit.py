@@ -1,0 +1,35 @@
+"""Audit tools: ``neardup compare DATA ID_A ID_B`` with its verdict line."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+NEWS = Path(__file__).resolve().parent.parent / "examples" / "news.jsonl"
+
+
+def test_compare_by_id_gives_the_similarity_dedup_verified(tmp_path):
+    pairs = tmp_path / "pairs.csv"
+    run_cli("dedup", NEWS, "-o", tmp_path / "k.jsonl", "--pairs", pairs, "-q")
+    with open(pairs, newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = min(rows, key=lambda r: float(r["similarity"]))  # the least similar verified pair
+    res = run_cli("compare", NEWS, row["id_a"], row["id_b"], "--json")
+    verdict = json.loads(res.output)["verdict"]
+    assert verdict["near_duplicate"] is True
+    assert abs(verdict["similarity"] - float(row["similarity"])) < 1e-9
+    line = run_cli("compare", NEWS, row["id_a"], row["id_b"]).output.strip().splitlines()[-1]
+    assert line.startswith(f"near-duplicate at 0.8 under these settings: yes ({float(row['similarity']):.3f}")
+
+
+def test_compare_by_id_says_no_below_the_threshold_and_names_a_missing_id():
+    res = run_cli("compare", NEWS, "doc-000054", "doc-000145", "--verify", "exact")
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith("near-duplicate at 0.8 under these settings: no (0.")
+    assert "exact Jaccard" in last
+    res = run_cli("compare", NEWS, "doc-000054", "no-such-id", code=1)
+    assert "no record with id 'no-such-id'" in res.output
+    run_cli("compare", NEWS, "doc-000054", "doc-000145", "--text", code=2)
