@@ -33,3 +33,16 @@ def test_compare_by_id_says_no_below_the_threshold_and_names_a_missing_id():
     res = run_cli("compare", NEWS, "doc-000054", "no-such-id", code=1)
     assert "no record with id 'no-such-id'" in res.output
     run_cli("compare", NEWS, "doc-000054", "doc-000145", "--text", code=2)
+
+
+def test_report_from_the_stats_file_needs_no_retyping(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_cli("dedup", NEWS, "-o", "k.jsonl", "--clusters", "c.csv", "--pairs", "p.csv", "--stats", "run.json", "-q")
+    run_cli("report", "--stats", "run.json", "-o", "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "threshold 0.8" in page and "not given" not in page
+    run_cli("dedup", NEWS, "-o", "k2.jsonl", "--stats", "bare.json", "-q")
+    res = run_cli("report", "--stats", "bare.json", "-o", "r2.html", code=2)
+    assert "no --clusters table" in res.output
+    res = run_cli("report", "-o", "r3.html", code=2)
+    assert "--stats" in res.output
