@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 NEWS = Path(__file__).resolve().parent.parent / "examples" / "news.jsonl"
@@ -46,3 +48,33 @@ def test_report_from_the_stats_file_needs_no_retyping(tmp_path, monkeypatch):
     assert "no --clusters table" in res.output
     res = run_cli("report", "-o", "r3.html", code=2)
     assert "--stats" in res.output
+
+
+def test_tune_on_data_counts_what_a_run_at_each_threshold_removes(tmp_path):
+    res = run_cli("tune", "--data", NEWS, "--threshold", "0.8", "--json", "-q")
+    r = json.loads(res.output)
+    at = {row["threshold"]: row for row in r["thresholds"]}
+    for t in (0.8, 0.9):
+        stats = tmp_path / f"s{t}.json"
+        run_cli(
+            "dedup",
+            NEWS,
+            "-o",
+            tmp_path / "k.jsonl",
+            "--threshold",
+            t,
+            "--pairs",
+            tmp_path / "p.csv",
+            "--stats",
+            stats,
+            "-q",
+        )
+        counts = json.loads(stats.read_text())["counts"]
+        assert at[t]["pairs"] == counts["verified_pairs"]
+        assert at[t]["removed_components"] == counts["removed"]
+    assert sum(r["histogram"]["counts"]) == r["pairs"]
+    assert r["samples"] and all(abs(p["similarity"] - 0.8) <= 0.05 for p in r["samples"])
+    assert all(p["text_a"] and p["text_b"] for p in r["samples"])
+    pytest.importorskip("matplotlib")
+    run_cli("tune", "--data", NEWS, "--plot", tmp_path / "h.png", "-q")
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
