@@ -340,7 +340,7 @@ def dedup_cmd(
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             job_progress(show_progress, read_stats, total_bytes) as progress,
-            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err),
+            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err) as clock,
             precompiled(() if job_engine is not None or index is not None else job_kernels(config, read, outs)),
         ):
             config = index.config if index is not None else config
@@ -364,9 +364,11 @@ def dedup_cmd(
                 want_pairs=pairs_path is not None,
                 record_skipped=skipped_path is not None,
                 on_batch=lambda n: (outcome.check(), progress.advance(n)),
-                on_stage=lambda name: (outcome.check(), progress.stage(name)),
+                on_stage=lambda name: (outcome.check(), progress.stage(name), setattr(clock, "stage", name)),
                 read_stats=read_stats,
             )
+            clock.apart(result.timings)  # first-run compile time on its own line, not in the stages'
+            clock.stage = None
             if result.n_documents == 0 and not allow_empty:
                 raise NeardupError(nothing_read(inputs, result.read_stats, input_format))
             keep_mask = result.keep_mask
