@@ -96,7 +96,7 @@ def test_tune_plot_writes_png(tmp_path):
 def test_plot_without_matplotlib_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     res = run("tune", "--plot", tmp_path / "s.png")
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert "pip install 'neardup[plot]'" in res.stderr
     assert not (tmp_path / "s.png").exists()
 

@@ -102,7 +102,7 @@ def test_scheme_constants():
     """The hash family name and format version are part of the scheme and pinned."""
     scheme = MinHashScheme()
     assert scheme.hash_family == "nd64/multiply-shift-32"
-    assert scheme.format_version == 1
+    assert scheme.format_version == 2
     assert (scheme.num_perm, scheme.seed, scheme.shingling) == (128, 1, Shingling("word", 5))
 
 
@@ -503,7 +503,7 @@ def test_compatible_signatures_estimate():
         dict(seed=-1),
         dict(seed=2**64),
         dict(format_version=0),
-        dict(format_version=2),
+        dict(format_version=3),
     ],
 )
 def test_scheme_validation(kwargs):

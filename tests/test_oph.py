@@ -128,7 +128,7 @@ def test_family_name_and_params_pinned():
     """The family name, the sketch name, and the seeded constants (salt, c, d) for seed 1."""
     assert OPH_FAMILY == "nd64/oph-dens-32" and SKETCHES == {"classic": HASH_FAMILY, "oph": OPH_FAMILY}
     scheme = oph().scheme
-    assert (scheme.hash_family, scheme.sketch, scheme.format_version) == (OPH_FAMILY, "oph", 1)
+    assert (scheme.hash_family, scheme.sketch, scheme.format_version) == (OPH_FAMILY, "oph", 2)
     assert [int(x) for x in oph_params(1)] == [0x910A2DEC89025CC1, 0xBEEB8DA1658EEC67, 0xF893A2EEFB32555E]
     assert [int(x) for x in oph_params(2**64 - 1)] == list(ref_params(2**64 - 1))
 

@@ -46,7 +46,7 @@ WORD2 = {"kind": "word", "n": 2, "strip_punctuation": False, "nfkc": True, "case
 GOLDEN = {
     "minhash": {
         "scheme": "minhash",
-        "format_version": 1,
+        "format_version": 2,
         "num_perm": 128,
         "seed": 1,
         "shingling": WORD5,
@@ -54,7 +54,7 @@ GOLDEN = {
     },
     "simhash": {
         "scheme": "simhash",
-        "format_version": 1,
+        "format_version": 2,
         "bits": 64,
         "seed": 1,
         "shingling": WORD2,
@@ -66,7 +66,7 @@ GOLDEN = {
     "exact": {"scheme": "exact", "format_version": 1, "raw": False, "key_family": "nd128"},
     "imatch": {
         "scheme": "imatch",
-        "format_version": 1,
+        "format_version": 2,
         "idf_band": [0.4, 0.75],
         "lexicons": 1,
         "lexicon_fraction": 0.7,
@@ -78,7 +78,7 @@ GOLDEN = {
 
 SPOTSIGS_GOLDEN = {
     "scheme": "spotsigs",
-    "format_version": 1,
+    "format_version": 2,
     "antecedents": ["a", "an", "are", "be", "been", "had", "has", "have", "is", "that", "the", "was", "were"],
     "spot_distance": 1,
     "chain": 2,
@@ -89,7 +89,7 @@ SPOTSIGS_GOLDEN = {
 }
 SPOTSIGS_STOPWORDS = 192
 SPOTSIGS_STOPWORDS_SHA256 = "9bd3dea199a3ef5f725c834445eb349c5ebf870424b6a9a7acb40e0e8341a328"
-SPOTSIGS_JSON_SHA256 = "067657efbc9ba20432c031aecec764738206adc557c2de2867f960f5d976d15d"
+SPOTSIGS_JSON_SHA256 = "511472f3a6cfd62bdc6279cf8d5847cc56580355a274030e9ae923321d7aa789"
 
 SCHEME_CLASSES = {
     "minhash": MinHashScheme,
@@ -343,7 +343,7 @@ def test_older_or_bad_format_version_is_refused(kind):
     with pytest.raises(ParameterError, match="format_version"):
         cls.from_dict(data)
     data["format_version"] = "1"
-    with pytest.raises(ParameterTypeError, match=r"format_version must be an integer in \[1, 1\], got '1' \(str\)"):
+    with pytest.raises(ParameterTypeError, match=r"format_version must be an integer in \[1, \d\], got '1' \(str\)"):
         cls.from_dict(data)
 
 

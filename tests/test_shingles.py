@@ -139,6 +139,7 @@ _alphabet = st.one_of(
         list(
             "abc xyzAB  \t\n.,;!-'_0123\u00e9\u00df\ufb01\u00a0\u00ad\u200b\u0301"
             "\u0436\u03a3\u0915\u093f\u4e00\u4eac\u3042\u30a2\u0627\U0001f600\x00"
+            "\u0e01\u0e48\u0e32\u0e40\u0e81\u0ec8\u1780\u17b6\u1000\u103b\u1039"  # Thai, Lao, Khmer, Myanmar
         )
     ),
     st.characters(),
@@ -160,6 +161,15 @@ def test_char_kernel_equals_reference(text, n, strip, unique):
     """Char n-gram kernel (n in 1..8, with/without strip_punctuation) == char_stream slices + hash_str."""
     sh = Shingling("char", n, strip_punctuation=strip)
     assert shingle(text, sh, unique=unique).tolist() == ref_shingle(text, sh, unique)
+
+
+def test_thai_lao_khmer_myanmar_letters_are_tokens_with_their_marks():
+    """Scripts written without spaces: one token per letter, the marks after it joined to it."""
+    assert tokenize("ที่นี่ภาษา") == ["ที่", "นี่", "ภ", "า", "ษ", "า"]
+    assert tokenize("ສະບາຍດີ") == ["ສ", "ະ", "ບ", "າ", "ຍ", "ດີ"]
+    assert tokenize("ខ្មែរ") == ["ខ្", "មែ", "រ"]
+    assert tokenize("မြန်မာ") == ["မြ", "န်", "မာ"]
+    assert tokenize("Thai ไทย 2024") == ["thai", "ไ", "ท", "ย", "2024"]
 
 
 @settings(max_examples=40, deadline=None)

@@ -15,7 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._kernels.charclass import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, UNICODE_VERSION, WORD
+from neardup._kernels.charclass import (
+    CHAR_CLASS,
+    IDEOGRAPH,
+    IGNORE,
+    OTHER,
+    PUNCT,
+    SPACE,
+    SYLLABLE,
+    UNICODE_VERSION,
+    WORD,
+)
 from neardup.text.normalize import char_stream, normalize, tokenize
 
 # ---------------------------------------------------------------------------------------------
@@ -114,11 +124,17 @@ def test_devanagari_marks_stay_inside_words():
 @settings(max_examples=100, deadline=None)
 @given(st.text(max_size=40))
 def test_tokens_are_word_runs(text):
-    """Every token is non-empty, made of WORD characters only, or is exactly one IDEOGRAPH character."""
+    """Every token is non-empty, made of WORD characters only, or is exactly one IDEOGRAPH character,
+    or one SYLLABLE character followed by WORD characters only."""
     for tok in tokenize(text):
         assert tok
         classes = {int(CHAR_CLASS[ord(c)]) for c in tok}
-        assert classes == {WORD} or (len(tok) == 1 and classes == {IDEOGRAPH})
+        rest = {int(CHAR_CLASS[ord(c)]) for c in tok[1:]}
+        assert (
+            classes == {WORD}
+            or (len(tok) == 1 and classes == {IDEOGRAPH})
+            or (CHAR_CLASS[ord(tok[0])] == SYLLABLE and rest <= {WORD})
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,7 +186,7 @@ def test_table_shape_and_version():
     assert CHAR_CLASS.shape == (0x110000,)
     assert CHAR_CLASS.dtype == np.uint8
     assert UNICODE_VERSION == "14.0.0"
-    assert set(np.unique(CHAR_CLASS).tolist()) <= {OTHER, WORD, IDEOGRAPH, SPACE, PUNCT, IGNORE}
+    assert set(np.unique(CHAR_CLASS).tolist()) <= {OTHER, WORD, IDEOGRAPH, SPACE, PUNCT, IGNORE, SYLLABLE}
 
 
 @pytest.mark.parametrize(
@@ -231,6 +247,12 @@ def test_table_shape_and_version():
         ("\uff71", IDEOGRAPH),
         ("\U00020000", IDEOGRAPH),
         ("\uac00", WORD),
+        ("\u0e01", SYLLABLE),  # Thai ko kai
+        ("\u0e48", WORD),  # Thai mai ek, a mark
+        ("\u0e81", SYLLABLE),  # Lao ko
+        ("\u1780", SYLLABLE),  # Khmer ka
+        ("\u1000", SYLLABLE),  # Myanmar ka
+        ("\u103b", WORD),  # Myanmar medial ya, a mark
         ("\U0001f600", PUNCT),
         ("\u0378", OTHER),
         ("\ue000", OTHER),

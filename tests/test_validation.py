@@ -417,7 +417,7 @@ def test_shingling_accepts_numpy_and_canonicalizes():
         (dict(shingling="word"), ParameterTypeError, "^shingling must be a Shingling, got 'word'"),
         (dict(hash_family="md5"), ParameterError, "^hash_family must be one of"),
         (dict(hash_family=5), ParameterTypeError, "^hash_family must be one of"),
-        (dict(format_version=2), ParameterError, r"^format_version must be an integer in \[1, 1\], got 2"),
+        (dict(format_version=3), ParameterError, r"^format_version must be an integer in \[1, 2\], got 3"),
     ],
 )
 def test_minhash_scheme_mistakes(kwargs, raises, match):

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from .core.components import center_clusters, keep_order
 from .core.documents import DocumentSource, InMemorySource
 from .core.ids import id_array, repeated_ids
 from .core.parallel import MAX_WORKERS
@@ -27,10 +28,19 @@ from .io.memory import is_in_memory, select_rows, texts_and_ids
 from .io.partitions import FileSource, ReadOptions
 from .methods.base import MethodConfig
 from .methods.registry import DEFAULT_METHOD, get_method
+from .text.edit import require_rapidfuzz
 
-__all__ = ["DedupResult", "dedup", "default_workers"]
+__all__ = ["CLUSTERINGS", "DedupResult", "dedup", "default_workers"]
 
 MAX_BATCH_SIZE = 10_000_000
+
+CLUSTERINGS = ("components", "center")
+"""``cluster=``: connected components of the verified pairs, or greedy center (star) clusters
+(:func:`~neardup.core.components.center_clusters`)."""
+DEFAULT_CLUSTER = "components"
+
+_SLACK = 1e-9
+"""How far below the pair threshold a similarity may fall by rounding and still count as at it."""
 
 
 def default_workers() -> int:
@@ -50,6 +60,11 @@ class DedupResult:
     read_stats: ReadStats
     source: DocumentSource = field(repr=False)
     """Reads the job's documents again, in the same order (a later pass, such as ``--against``)."""
+    cluster: str = DEFAULT_CLUSTER
+    """How the clusters were made (:data:`CLUSTERINGS`)."""
+    verified_pairs_found: int | None = None
+    """:attr:`n_verified_pairs` of a job that made the pairs and dropped them (``cluster="center"``
+    without ``want_pairs``)."""
 
     @property
     def ids(self) -> list[str]:
@@ -97,11 +112,30 @@ class DedupResult:
         )
 
     @property
+    def n_verified_pairs(self) -> int | None:
+        """Pairs of documents at or above the threshold, pairs inside a group of exact duplicates
+        included: the rows ``want_pairs`` gives (:meth:`pairs_table`, ``--pairs``), the same on
+        every engine. ``None`` when the job made no pairs (connected components alone skip the
+        pairs of documents already in one cluster, so they are not all found)."""
+        if self.pairs is not None:
+            return len(self.pairs[0])
+        return self.verified_pairs_found
+
+    @property
+    def below_threshold(self) -> int:
+        """Removed documents whose similarity to their kept document is below the method's pair
+        threshold (:attr:`~neardup.methods.base.MethodConfig.pair_threshold`): joined to it
+        through other documents by connected components; always 0 with ``cluster="center"``."""
+        removed = ~self.keep_mask
+        low = np.asarray(self.similarity) < self.config.pair_threshold - _SLACK
+        return int(np.count_nonzero(removed & low))
+
+    @property
     def stats(self) -> dict[str, Any]:
         """The run in numbers, in the shape of ``neardup dedup --stats PATH.json``'s sections of
         the same names: ``method`` (the config as a dict), ``counts`` (documents, skipped, empty,
-        clusters, removed, kept, files, bytes_read, repeated_ids, ids_from_file_line,
-        spilled_bytes), ``skipped_by_reason``, ``counters`` (the method's, as floats) and
+        clusters, verified_pairs, removed, below_threshold, kept, files, bytes_read, repeated_ids,
+        ids_from_file_line, spilled_bytes), ``skipped_by_reason``, ``counters`` (the method's, as floats) and
         ``seconds`` (per stage)."""
         return result_stats(self)
 
@@ -109,6 +143,19 @@ class DedupResult:
     def summary(self) -> dict[str, str]:
         """The method's summary lines for people (label -> text), as the command line prints them."""
         lines = dict(self.config.describe(self.counters))
+        verified = self.n_verified_pairs
+        lines["verified pairs"] = (
+            f"{verified:,} (every pair at or above the threshold, exact duplicates included: the rows of --pairs)"
+            if verified is not None
+            else "not counted (clustering alone skips pairs already joined; --pairs or --cluster center counts them)"
+        )
+        if self.n_removed:
+            below = self.below_threshold
+            hint = " (--cluster center keeps them)" if below and self.cluster == "components" else ""
+            lines["below threshold"] = (
+                f"{below:,} of {self.n_removed:,} removed documents below {self.config.pair_threshold:g} "
+                f"to their kept document{hint}"
+            )
         repeated = repeated_ids(self.ids)
         if self.read_stats.line_ids:
             lines["ids from FILE:LINE"] = f"{self.read_stats.line_ids:,} (their id was missing or repeated)"
@@ -202,7 +249,9 @@ def result_stats(result: DedupResult, removed: int | None = None) -> dict[str, A
         "skipped": rs.skipped,
         "empty": result.empty,
         "clusters": result.n_clusters,
+        "verified_pairs": result.n_verified_pairs,
         "removed": removed,
+        "below_threshold": result.below_threshold,
         "kept": result.n_documents - removed,
         "files": rs.files,
         "bytes_read": rs.bytes_read,
@@ -285,6 +334,7 @@ def dedup(
     method: MethodConfig | str | None = None,
     *,
     keep: Literal["first", "longest"] = "first",
+    cluster: Literal["components", "center"] = DEFAULT_CLUSTER,
     workers: int | None = None,
     batch_size: int = 2048,
     text_field: str = "text",
@@ -315,18 +365,22 @@ def dedup(
 
     ``method`` is a method config (default ``MinHashConfig()``) or a method's name; ``options``
     are its settings as keywords (``dedup(df, threshold=0.9)``, ``dedup(df, "simhash",
-    max_distance=8)``), applied to the config given or to the method's defaults; ``keep`` picks the kept document
-    of each cluster (``first`` or ``longest``); ``engine`` runs the job (default: the local engine
-    with ``workers`` threads, every core when None, and a budget of ``memory`` bytes or a size such
-    as ``"2GB"``, past which it spills to ``tmp_dir``: :mod:`neardup.core.budget`); ``html``
-    strips markup from the text field (``main_content``: keep each page's main block). ``paths``
-    may hold files, folders of shards, globs, ``-`` and fsspec URLs; ``input_format`` overrides
-    their extensions (:mod:`neardup.io.paths`). ``progress`` shows the job (:mod:`neardup.core.progress`:
-    None, the default, a bar per stage in a notebook and elsewhere one line on stderr while
-    kernels compile on a first run; False nothing; True the bars anywhere; or a display object);
-    ``on_stage(name)`` and ``on_batch(documents)`` follow the job too;
-    ``read_stats``, when given, is the :class:`~neardup.io.policy.ReadStats` the first pass over
-    the files fills as it reads (bytes read, documents, skips), for a progress display.
+    max_distance=8)``), applied to the config given or to the method's defaults; ``keep`` picks
+    the kept document of each cluster (``first`` or ``longest``); ``cluster`` how clusters are
+    made: ``components`` (connected components of the verified pairs: a removed document may be
+    below the threshold to its kept one, joined through others) or ``center`` (greedy center
+    clustering in ``keep`` order: every removed document is a verified neighbour of its kept one);
+    ``engine`` runs the job (default: the local engine with ``workers`` threads, every core when
+    None, and a budget of ``memory`` bytes or a size such as ``"2GB"``, past which it spills to
+    ``tmp_dir``: :mod:`neardup.core.budget`); ``html`` strips markup from the text field
+    (``main_content``: keep each page's main block). ``paths`` may hold files, folders of shards,
+    globs, ``-`` and fsspec URLs; ``input_format`` overrides their extensions
+    (:mod:`neardup.io.paths`). ``progress`` shows the job (:mod:`neardup.core.progress`: None,
+    the default, a bar per stage in a notebook and elsewhere one line on stderr while kernels
+    compile on a first run; False nothing; True the bars anywhere; or a display object);
+    ``on_stage(name)`` and ``on_batch(documents)`` follow the job too; ``read_stats``, when given,
+    is the :class:`~neardup.io.policy.ReadStats` the first pass over the files fills as it reads
+    (bytes read, documents, skips), for a progress display.
 
     ``id_policy="line"`` (files, with ``id_field``): a record whose id is missing, empty or repeats
     an earlier record's gets the id ``FILE:LINE`` instead of being a bad record (counted in
@@ -343,7 +397,11 @@ def dedup(
     DedupResult(method='minhash', threshold=0.9, documents=3, removed=1, clusters=1)
     """
     method = method_config(method, options)
+    if getattr(method, "verify", None) == "edit":
+        require_rapidfuzz()  # before the whole read and sketch
     keep = check("keep", keep, Choice(("first", "longest")))
+    cluster = check("cluster", cluster, Choice(CLUSTERINGS))
+    run_pairs = want_pairs or cluster == "center"
     workers = check("workers", workers, Optional(Integer(1, MAX_WORKERS)))
     batch_size = check("batch_size", batch_size, Integer(1, MAX_BATCH_SIZE))
     if engine is not None and workers is not None:
@@ -366,13 +424,31 @@ def dedup(
         engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
         mem = InMemorySource(texts, ids, batch_size=batch_size)
         job = shown.run(
-            method.name, lambda p: engine.run(method.plan(), mem, keep=keep, want_pairs=want_pairs, progress=p)
+            method.name, lambda p: engine.run(method.plan(), mem, keep=keep, want_pairs=run_pairs, progress=p)
         )
-        return DedupResult(method, job, read_stats, mem)
+        return _result(method, _clustered(job, cluster, keep, want_pairs), read_stats, mem, cluster)
     options = ReadOptions(text_field, id_field, on_error, html, main_content, batch_size, id_policy)
     source = FileSource(paths, options, input_format=input_format, stats=read_stats)
     engine = engine or LocalEngine(workers or default_workers(), memory=memory, tmp_dir=tmp_dir)
     job = shown.run(
-        method.name, lambda p: engine.run(method.plan(), source, keep=keep, want_pairs=want_pairs, progress=p)
+        method.name, lambda p: engine.run(method.plan(), source, keep=keep, want_pairs=run_pairs, progress=p)
     )
-    return DedupResult(method, job, read_stats, source)
+    return _result(method, _clustered(job, cluster, keep, want_pairs), read_stats, source, cluster)
+
+
+def _result(method, clustered, read_stats, source, cluster) -> DedupResult:
+    job, found = clustered
+    return DedupResult(method, job, read_stats, source, cluster, found)
+
+
+def _clustered(job: JobResult, cluster: str, keep: str, want_pairs: bool) -> tuple[JobResult, int | None]:
+    """``job`` with its clusters made by ``cluster`` from its verified pairs (the engine's are
+    connected components), on this process whatever the engine, so every engine and worker
+    count gives the same clusters; the pairs are dropped unless asked for, their number kept."""
+    if cluster == "components":
+        return job, None
+    n = len(job.ids)
+    a, b, s = job.pairs
+    root, kept, similarity = center_clusters(n, a, b, s, keep_order(n, keep, np.asarray(job.lengths)))
+    job = replace(job, root=root, kept=kept, similarity=similarity, pairs=job.pairs if want_pairs else None)
+    return job, len(a)

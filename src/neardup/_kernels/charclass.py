@@ -1,7 +1,9 @@
 """The tokenizer's character classes: one uint8 class per Unicode code point (:data:`CHAR_CLASS`).
 
 ``WORD``: letters, marks and digits, the parts of word tokens; ``IDEOGRAPH``: characters of
-scripts written without spaces (Han, Hiragana, Katakana), one token each; ``SPACE``: whitespace;
+scripts written without spaces (Han, Hiragana, Katakana), one token each; ``SYLLABLE``: letters
+and digits of scripts written without spaces whose letters take combining marks (Thai, Lao,
+Khmer, Myanmar), each starting a token that the ``WORD`` characters after it (its marks) join; ``SPACE``: whitespace;
 ``PUNCT``: punctuation and symbols; ``IGNORE``: invisible format characters (soft hyphen,
 zero-width space), dropped; ``OTHER``: everything else (control characters, unassigned code
 points), separators like ``SPACE``. The table is expanded from the runs of
@@ -16,7 +18,7 @@ import numpy as np
 
 from . import unicode_data as _uc
 
-OTHER, WORD, IDEOGRAPH, SPACE, PUNCT, IGNORE = 0, 1, 2, 3, 4, 5
+OTHER, WORD, IDEOGRAPH, SPACE, PUNCT, IGNORE, SYLLABLE = 0, 1, 2, 3, 4, 5, 6
 
 
 UNICODE_VERSION = _uc.UNICODE_VERSION

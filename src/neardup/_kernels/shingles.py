@@ -27,7 +27,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .charclass import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, WORD
+from .charclass import CHAR_CLASS, IDEOGRAPH, IGNORE, OTHER, PUNCT, SPACE, SYLLABLE, WORD
 from .hashing import P1, P2, SEED, fmix64, rotl64
 from .intrinsics import STEP64, ascii64, chars64, chars64_pos, hash8_short, words64
 
@@ -265,11 +265,11 @@ def _word_tokens(data, start, end, table, buf, tok, lowbit=0):
                 continue
             cp, j = decode(doc, i, size)
             cls = table[cp]
-            if cls == WORD or cls == IDEOGRAPH:
-                if cls == IDEOGRAPH and prev:
+            if cls == WORD or cls == IDEOGRAPH or cls == SYLLABLE:
+                if cls != WORD and prev:  # an ideograph or a syllable starts a token
                     buf[np.uint64(blen)] = 32
                     blen += 1
-                if cls == IDEOGRAPH or not prev:
+                if cls != WORD or not prev:
                     tok[np.uint64(nt)] = blen
                     nt += 1
                 for q in range(i, j):

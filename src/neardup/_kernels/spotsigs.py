@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .charclass import IDEOGRAPH, IGNORE, OTHER, WORD
+from .charclass import IDEOGRAPH, IGNORE, OTHER, SYLLABLE, WORD
 from .hashing import fmix64, hash_span_words
 from .intrinsics import copy_into
 from .shingles import decode
@@ -94,7 +94,13 @@ def extract_kernel(data, offsets, table, ant, skip, d, c, key_mode):
                     tend[ntok] = blen
                     ntok += 1
                     in_tok = False
-                if cls == IDEOGRAPH:
+                if cls == SYLLABLE:  # starts a token its marks (WORD) join
+                    tstart[ntok] = blen
+                    in_tok = True
+                    for b in range(i, j):
+                        buf[blen] = data[b]
+                        blen += 1
+                elif cls == IDEOGRAPH:
                     tstart[ntok] = blen
                     for b in range(i, j):
                         buf[blen] = data[b]

@@ -13,6 +13,16 @@ import orjson
 from ..core.errors import NeardupError
 
 EXIT_DATA_ERROR = 1
+EXIT_MISSING_EXTRA = 2
+"""A job that needs an optional dependency that is not installed (as a usage error: nothing read)."""
+
+EXTRAS = {
+    "edit": ("rapidfuzz", "edit similarity"),
+    "html": ("resiliparse", "main-content extraction"),
+    "dask": ("dask.distributed", "the Dask engine"),
+    "plot": ("matplotlib", "plots"),
+}
+"""Extra name -> (the module it installs, what needs it)."""
 
 
 SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -38,6 +48,25 @@ def data_errors():
         sys.exit(EXIT_DATA_ERROR)
 
 
+def require_extras(*needed: tuple[str, str]) -> None:
+    """Stop at once, before anything is read, when a job needs an extra that is not installed:
+    ``needed`` holds (extra, the option that needs it); one line on stderr names the extra and
+    how to install it, and the exit code is :data:`EXIT_MISSING_EXTRA`."""
+    import importlib
+
+    for extra, option in needed:
+        module, what = EXTRAS[extra]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            click.echo(
+                f"neardup: error: {option} needs {what} from the optional {module.split('.')[0]}: "
+                f"pip install 'neardup[{extra}]'",
+                err=True,
+            )
+            sys.exit(EXIT_MISSING_EXTRA)
+
+
 def pyplot():
     """matplotlib.pyplot on the file-only Agg backend, or exit 1 saying how to install it."""
     try:
@@ -48,7 +77,7 @@ def pyplot():
             "pip install 'neardup[plot]' (or pip install matplotlib)",
             err=True,
         )
-        sys.exit(EXIT_DATA_ERROR)
+        sys.exit(EXIT_MISSING_EXTRA)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -72,6 +101,7 @@ def check_plot_path(ctx, param, value):
     suffix = Path(value).suffix.lower().lstrip(".")
     if suffix not in ("png", "svg", "pdf", "jpg", "jpeg"):
         raise click.BadParameter(f"cannot tell the image format of {value!r}; use .png, .svg, .pdf or .jpg")
+    require_extras(("plot", "--plot"))
     return value
 
 

@@ -23,7 +23,7 @@ from ..index.durable import DurableIndex
 from ..io import output_format
 from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
-from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console
+from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console, require_extras
 from .config_file import config_option
 from .dedup_outputs import Outputs, ReadOptions, stats_document, write_all
 from .engine_options import add_engine_options, add_memory_options, chosen_engine
@@ -85,6 +85,15 @@ def _check_output_path(ctx, param, value):
     default="first",
     show_default=True,
     help="Which document of each cluster is kept.",
+)
+@click.option(
+    "--cluster",
+    type=click.Choice(["components", "center"]),
+    default="components",
+    show_default=True,
+    help="How verified pairs make clusters: connected components (a removed document may be below the "
+    "threshold to its kept one, joined through others; the summary counts them), or greedy centers in --keep "
+    "order (every removed document is at or above the threshold to its kept one).",
 )
 @option(
     "--clusters",
@@ -168,7 +177,19 @@ def _check_output_path(ctx, param, value):
     is_flag=True,
     help="The text field holds HTML: remove markup before comparing (.html/.htm files in a directory always are).",
 )
-@option("--main-content", group="Input", is_flag=True, help="With HTML, keep only each page's main content block.")
+@option(
+    "--main-content",
+    group="Input",
+    is_flag=True,
+    help="With HTML, keep only each page's main content block (needs resiliparse: pip install 'neardup[html]').",
+)
+@option(
+    "--main-content-heuristic",
+    group="Input",
+    is_flag=True,
+    help="With --main-content and without resiliparse: use neardup's own main-content heuristic (other results) "
+    "instead of stopping.",
+)
 @option(
     "--on-error",
     group="Input",
@@ -225,6 +246,7 @@ def dedup_cmd(
     input_format,
     method,
     keep,
+    cluster,
     clusters_path,
     pairs_path,
     removed_path,
@@ -237,6 +259,7 @@ def dedup_cmd(
     id_policy,
     html,
     main_content,
+    main_content_heuristic,
     on_error,
     workers,
     batch_size,
@@ -288,6 +311,13 @@ def dedup_cmd(
         raise click.UsageError("--skipped needs --on-error skip (with fail, the first bad record stops the run)")
     if id_policy != "field" and id_field is None:
         raise click.UsageError("--id-policy needs --id-field")
+    if main_content_heuristic and not main_content:
+        raise click.UsageError("--main-content-heuristic needs --main-content")
+    require_extras(
+        *([("edit", "--verify edit")] if getattr(config, "verify", None) == "edit" else []),
+        *([("html", "--main-content")] if main_content and not main_content_heuristic else []),
+        *([("dask", "--engine dask")] if engine == "dask" else []),
+    )
     if engine != "local" and (memory is not None or tmp_dir is not None):
         raise click.UsageError("--memory and --tmp-dir are the local engine's budget; Dask's workers keep to Dask's")
     outs = Outputs(output, clusters_path, pairs_path, removed_path, skipped_path, stats_path, annotate, annotate_prefix)
@@ -310,7 +340,7 @@ def dedup_cmd(
             against_index(against_path, update, method, config) as index,
             chosen_engine(engine, scheduler, partitions, workers) as job_engine,
             job_progress(show_progress, read_stats, total_bytes) as progress,
-            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err),
+            compile_notice(method, progress if show_progress else None, None if quiet else _echo_err) as clock,
             precompiled(() if job_engine is not None or index is not None else job_kernels(config, read, outs)),
         ):
             config = index.config if index is not None else config
@@ -318,6 +348,7 @@ def dedup_cmd(
                 inputs,
                 config,
                 keep=keep,
+                cluster=cluster,
                 workers=workers if job_engine is None else None,
                 engine=job_engine,
                 memory=memory if job_engine is None else None,
@@ -333,10 +364,12 @@ def dedup_cmd(
                 want_pairs=pairs_path is not None,
                 record_skipped=skipped_path is not None,
                 on_batch=lambda n: (outcome.check(), progress.advance(n)),
-                on_stage=lambda name: (outcome.check(), progress.stage(name)),
+                on_stage=lambda name: (outcome.check(), progress.stage(name), setattr(clock, "stage", name)),
                 read_stats=read_stats,
                 progress=False,  # the command's own display and compile notice, above
             )
+            clock.apart(result.timings)  # first-run compile time on its own line, not in the stages'
+            clock.stage = None
             if result.n_documents == 0 and not allow_empty:
                 raise NeardupError(nothing_read(inputs, result.read_stats, input_format))
             keep_mask = result.keep_mask
@@ -365,6 +398,7 @@ def dedup_cmd(
             removed = int(len(keep_mask) - np.count_nonzero(keep_mask))
             settings = {
                 "keep": keep,
+                "cluster": cluster,
                 "text_field": text_field,
                 "id_field": id_field,
                 "id_policy": id_policy,

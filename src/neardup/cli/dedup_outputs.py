@@ -276,6 +276,7 @@ def stats_document(
     the method's counters and the seconds of every stage."""
     stats = result_stats(result, removed)
     counts = stats["counts"]
+    counts["pairs_written"] = None if outputs.pairs is None else result.n_verified_pairs
     if against is not None:
         counts["removed_by_index"] = against.n_removed_by_index
     if added_to_index is not None:

@@ -59,8 +59,9 @@ def index_group() -> None:
 @click.argument("path")
 @add_method_options
 @click.option("--store-text", is_flag=True, help="Keep each document's text in the index too (for `get`).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
 @click.pass_context
-def create_cmd(ctx, path, method, store_text, **method_params):
+def create_cmd(ctx, path, method, store_text, quiet, **method_params):
     """Create an empty index at PATH for --method (minhash, simhash or exact) with its options
     (the defaults are `dedup`'s)."""
     if method not in INDEX_METHODS:
@@ -72,7 +73,8 @@ def create_cmd(ctx, path, method, store_text, **method_params):
             "an index of SimHash fingerprints needs --weighting count (IDF needs the whole collection)"
         )
     with index_errors(), DurableIndex.create(path, config, store_text=store_text) as index:
-        click.echo(f"created {index.path}: {method}, threshold {index.threshold:g}", err=True)
+        if not quiet:
+            click.echo(f"created {index.path}: {method}, threshold {index.threshold:g}", err=True)
 
 
 def _read_options(command):
@@ -192,8 +194,21 @@ _NAMED = 10  # records with an empty id named in the warning of `index add --on-
     help="Matches at least this similar [default: the index's threshold].",
 )
 @_read_options
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
 def query_cmd(
-    path, inputs, text, output, limit, min_similarity, text_field, id_field, input_format, html, on_error, batch_size
+    path,
+    inputs,
+    text,
+    output,
+    limit,
+    min_similarity,
+    text_field,
+    id_field,
+    input_format,
+    html,
+    on_error,
+    batch_size,
+    quiet,
 ):
     """Find the stored documents like each document of INPUTS (or like --text)."""
     if (text is None) == (not inputs):
@@ -220,7 +235,8 @@ def query_cmd(
             raise NeardupError(f"no documents read from {', '.join(inputs)}")
         _write_matches(ids, found, output, fmt)
     hits = sum(1 for f in found if f)
-    click.echo(f"{len(ids):,} documents queried, {hits:,} with matches: {output}", err=True)
+    if not quiet:
+        click.echo(f"{len(ids):,} documents queried, {hits:,} with matches: {output}", err=True)
 
 
 def _write_matches(ids: list[str], found: list[list[tuple[str, float]]], output: str, fmt: str) -> None:
@@ -251,12 +267,14 @@ def _write_matches(ids: list[str], found: list[list[tuple[str, float]]], output:
     type=click.File("r", encoding="utf-8"),
     help="File with one id per line ('-': standard input).",
 )
-def remove_cmd(path, ids_file):
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+def remove_cmd(path, ids_file, quiet):
     """Remove documents from the index at PATH, in one transaction (an unknown id: nothing is removed)."""
     ids = [line.rstrip("\r\n") for line in ids_file if line.strip()]
     with index_errors(), DurableIndex.open(path, "a") as index:
         index.remove(ids)
-        click.echo(f"removed {len(ids):,} documents from {index.path} (now {len(index):,})", err=True)
+        if not quiet:
+            click.echo(f"removed {len(ids):,} documents from {index.path} (now {len(index):,})", err=True)
 
 
 @index_group.command("stats", context_settings=SETTINGS)
@@ -269,13 +287,15 @@ def stats_cmd(path):
 
 @index_group.command("compact", context_settings=SETTINGS)
 @click.argument("path")
-def compact_cmd(path):
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+def compact_cmd(path, quiet):
     """Drop removed documents' traces and free space in the index at PATH."""
     with index_errors(), DurableIndex.open(path, "a") as index:
         before = index.stats()["file_bytes"]
         index.compact()
         after = index.stats()["file_bytes"]
-    click.echo(f"compacted {shown_path(path)}: {before:,} -> {after:,} bytes", err=True)
+    if not quiet:
+        click.echo(f"compacted {shown_path(path)}: {before:,} -> {after:,} bytes", err=True)
 
 
 @index_group.command("check", context_settings=SETTINGS)

@@ -84,8 +84,57 @@ def _p(x: float) -> str:
     callback=check_plot_path,
     help="Draw the S-curve to this image (.png, .svg, .pdf; needs matplotlib).",
 )
+@click.option(
+    "--data",
+    "data_paths",
+    multiple=True,
+    metavar="INPUT",
+    help="Tune on your own data instead: the histogram of its candidate-pair similarities (a plot with --plot), "
+    "the pairs and documents each threshold would remove, and sample pairs near --threshold to read.",
+)
+@click.option(
+    "--floor",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="With --data: the lowest similarity looked at (the job runs at this threshold).",
+)
+@click.option(
+    "--verify",
+    type=click.Choice(["signature", "exact"]),
+    default="signature",
+    show_default=True,
+    help="With --data: the similarity measured, as dedup --verify.",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="With --data: sample pairs near --threshold to show.",
+)
+@click.option("--text-field", default="text", show_default=True, help="With --data: the field holding the text.")
+@click.option("--id-field", default=None, help="With --data: the field holding the id.")
+@click.option("-q", "--quiet", is_flag=True, help="With --data: no progress messages.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
-def tune_cmd(threshold, num_perm, bands, rows, fp_weight, fn_weight, alternatives, plot_path, as_json):
+def tune_cmd(
+    threshold,
+    num_perm,
+    bands,
+    rows,
+    fp_weight,
+    fn_weight,
+    alternatives,
+    plot_path,
+    data_paths,
+    floor,
+    verify,
+    samples,
+    text_field,
+    id_field,
+    quiet,
+    as_json,
+):
     """Choose the LSH banding for a threshold and K, and show the errors to expect.
 
     Prints the bands b and rows r (b * r <= K) minimising fp_weight * FP + fn_weight * FN, where
@@ -97,9 +146,27 @@ def tune_cmd(threshold, num_perm, bands, rows, fp_weight, fn_weight, alternative
     \b
     Example:
       neardup tune --threshold 0.8 --num-perm 128 --plot scurve.png
+      neardup tune --data examples/news.jsonl --threshold 0.8 --plot similarities.png
     """
     from ..eval.metrics import tuning
 
+    if data_paths:
+        if floor > threshold:
+            raise click.UsageError(f"--floor {floor} is above --threshold {threshold}")
+        _tune_on_data(
+            list(data_paths),
+            threshold,
+            floor,
+            verify,
+            num_perm,
+            samples,
+            text_field,
+            id_field,
+            plot_path,
+            quiet,
+            as_json,
+        )
+        return
     if fp_weight == 0 and fn_weight == 0:
         raise click.UsageError("--fp-weight and --fn-weight cannot both be 0")
     sims = sorted({round(0.1 * i, 1) for i in range(1, 11)} | {threshold})
@@ -220,5 +287,78 @@ def _plot_scurve(r: dict, path: str) -> None:
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    save_plot(fig, path)
+
+
+def _tune_on_data(paths, threshold, floor, verify, num_perm, samples, text_field, id_field, plot_path, quiet, as_json):
+    from ..eval.data_tuning import data_tuning
+    from .common import data_errors
+
+    if not quiet:
+        click.echo(f"neardup tune: finding the pairs of {', '.join(paths)} at or above {floor:g} ...", err=True)
+    with data_errors():
+        r = data_tuning(
+            paths,
+            threshold=threshold,
+            floor=floor,
+            verify=verify,
+            num_perm=num_perm,
+            samples=samples,
+            text_field=text_field,
+            id_field=id_field,
+        )
+    sims = r.pop("similarities")
+    if plot_path:
+        _plot_histogram(sims, r, plot_path)
+    if as_json:
+        emit_json(r)
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = make_console()
+    measure = "MinHash estimate" if verify == "signature" else "exact Jaccard"
+    console.print(
+        f"[bold]{r['documents']:,} documents, {r['pairs']:,} candidate pairs at or above {floor:g}[/bold] "
+        f"({measure}, word 5-grams, K = {num_perm})"
+    )
+    hist = Table(title="similarity of the pairs", title_justify="left")
+    hist.add_column("similarity", justify="right")
+    hist.add_column("pairs", justify="right")
+    hist.add_column("")
+    edges, counts = r["histogram"]["edges"], r["histogram"]["counts"]
+    top = max(counts) if counts and max(counts) else 1
+    for lo, hi, c in zip(edges, edges[1:], counts):
+        hist.add_row(f"{lo:.3f} - {hi:.3f}", f"{c:,}", "#" * round(40 * c / top))
+    console.print(hist)
+    table = Table(title="what a run at each threshold removes", title_justify="left")
+    for name in ("threshold", "pairs >= t", "removed (components)", "removed (--cluster center)"):
+        table.add_column(name, justify="right")
+    for row in r["thresholds"]:
+        mark = " <-" if row["threshold"] == threshold else ""
+        table.add_row(
+            f"{row['threshold']:g}{mark}",
+            f"{row['pairs']:,}",
+            f"{row['removed_components']:,}",
+            f"{row['removed_center']:,}",
+        )
+    console.print(table)
+    if r["samples"]:
+        console.print(f"[bold]pairs near {threshold:g}[/bold] (neardup compare INPUT ID_A ID_B shows one in full)")
+        for p in r["samples"]:
+            console.print(f"{p['similarity']:.3f}  {escape(p['id_a'])}  ~  {escape(p['id_b'])}", highlight=False)
+            for side in ("text_a", "text_b"):
+                console.print("    " + escape(" ".join(p[side].split())[:160]), highlight=False, style="dim")
+
+
+def _plot_histogram(sims, r: dict, path: str) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.hist(sims, bins=r["histogram"]["edges"], color="#4c78a8")
+    ax.axvline(r["threshold"], color="black", linestyle="--", linewidth=1, label=f"threshold {r['threshold']:g}")
+    ax.set_xlabel("similarity of the candidate pair")
+    ax.set_ylabel("pairs")
+    ax.set_title(f"{r['pairs']:,} pairs at or above {r['floor']:g} in {r['documents']:,} documents")
     ax.legend(loc="upper left", fontsize=8)
     save_plot(fig, path)

@@ -1,4 +1,5 @@
-"""The CSV scanner: records of CSV files with a header row (optionally ``.gz``/``.zst``).
+"""The CSV scanner: records of CSV files with a header row (optionally ``.gz``/``.zst``); fields
+are separated by commas, or by tabs in ``.tsv`` files.
 
 Lines are decoded as UTF-8 one by one so that an invalid one names its line; a record spans the
 physical lines of its quoted newlines, and its line is the first of them (the header is line 1).
@@ -27,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ..core.errors import InputError
+from .formats import csv_delimiter
 from .policy import Chunk, Policy, empty_id, missing_id, missing_text
 from .streams import WRITE_ROWS, StreamDamage, damaged, line_blocks, open_input
 
@@ -113,7 +115,7 @@ def _csv_rows(entries, path: str, pol: Policy) -> Iterator[tuple[int, list[str],
     replay: list[tuple[int, str, bool]] = []
     header = True
     while True:
-        reader = csv.reader(feed.lines(replay), strict=True)
+        reader = csv.reader(feed.lines(replay), strict=True, delimiter=csv_delimiter(path))
         replay = []
         while True:
             feed.held = []

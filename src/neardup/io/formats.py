@@ -68,11 +68,23 @@ def _table_format(name: str) -> str | None:
     base = lower[: lower.rfind(".")] if compression(lower) else lower
     if base.endswith(_JSONL_SUFFIXES):
         return "jsonl"
-    if base.endswith(".csv"):
+    if base.endswith((".csv", ".tsv")):
         return "csv"
     if lower.endswith(".parquet"):
         return "parquet"
     return None
+
+
+def csv_delimiter(path: str) -> str:
+    """The field separator of a CSV input: a tab for ``.tsv`` files (optionally ``.gz``/``.zst``),
+    else a comma.
+
+    >>> csv_delimiter("data.tsv.gz"), csv_delimiter("data.csv")
+    ('\\t', ',')
+    """
+    lower = str(path).lower()
+    base = lower[: lower.rfind(".")] if compression(lower) else lower
+    return "\t" if base.endswith(".tsv") else ","
 
 
 def output_format(path: str | os.PathLike) -> str:

@@ -98,7 +98,7 @@ def shard_format(name: str) -> str | None:
     base = lower[: lower.rfind(".")] if compression(lower) else lower
     if base.endswith((".jsonl", ".ndjson")):
         return "jsonl"
-    if base.endswith(".csv"):
+    if base.endswith((".csv", ".tsv")):
         return "csv"
     if lower.endswith(".parquet"):
         return "parquet"
@@ -122,7 +122,7 @@ def _unknown(name: str) -> InputError:
     return InputError(
         name,
         None,
-        f"unknown input format {suffix!r}; expected .jsonl[.gz|.zst], .csv[.gz|.zst], .parquet, .arrow, "
+        f"unknown input format {suffix!r}; expected .jsonl[.gz|.zst], .csv/.tsv[.gz|.zst], .parquet, .arrow, "
         "a folder of those (or of .txt/.html files), a glob, or --input-format",
         reason="unknown format",
     )

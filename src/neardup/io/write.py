@@ -32,7 +32,7 @@ from ..core.errors import InputChangedError, InputError, NeardupError, OutputErr
 from ..core.parallel import Threads
 from .arrow import pa, pacsv, pc, pq
 from .csv import allow_large_csv_fields, csv_lines
-from .formats import compression, output_format
+from .formats import compression, csv_delimiter, output_format
 from .jsonl import copy_kept_jsonl, copy_kept_stream, full_jsonl_chunks
 from .jsonl_threads import copy_kept_threaded
 from .parquet import read_schema
@@ -351,7 +351,7 @@ def _static_columns(path: str, fmt: str, cols: _Columns) -> None:
         if stream is None:
             return
         with stream, contextlib.suppress(csv.Error):
-            for row in csv.reader(csv_lines(stream, path, pol, [])):
+            for row in csv.reader(csv_lines(stream, path, pol, []), delimiter=csv_delimiter(path)):
                 if row:
                     for name in row:
                         cols.add(name, pa.string())

@@ -145,6 +145,14 @@ class MethodConfig(Record):
         """The batch job (:mod:`neardup.core.plan`)."""
         raise NotImplementedError
 
+    @property
+    def pair_threshold(self) -> float:
+        """The least similarity of a verified pair, in the measure of the plan's ``similarity``
+        (``threshold``, or 1.0 for methods that join identical keys only): a removed document
+        below it to its kept document was joined to it through other documents."""
+        threshold = getattr(self, "threshold", None)
+        return 1.0 if threshold is None else float(threshold)
+
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
         """Summary lines (label -> text) for people, from the job's counters."""
         return {}

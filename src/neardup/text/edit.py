@@ -40,6 +40,12 @@ __all__ = [
 EDIT_LEVELS = ("word", "char")
 
 
+def require_rapidfuzz() -> None:
+    """Raise ImportError (naming the ``[edit]`` extra) when rapidfuzz is not installed: a job
+    that verifies by edit similarity checks it before it reads anything."""
+    _rapidfuzz()
+
+
 def _rapidfuzz():
     """rapidfuzz's Levenshtein and ``cpdist`` (the ``[edit]`` extra), imported on first use."""
     try:

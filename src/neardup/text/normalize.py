@@ -30,6 +30,7 @@ from .._kernels.charclass import (
     OTHER,
     PUNCT,
     SPACE,
+    SYLLABLE,
     WORD,
 )
 
@@ -54,6 +55,8 @@ def tokenize(text: str, *, nfkc: bool = True, casefold: bool = True) -> list[str
     ['jack', 'london', 'traveled', 'to', 'oakland']
     >>> tokenize("東京は2024年")
     ['東', '京', 'は', '2024', '年']
+    >>> tokenize("ที่นี่")  # Thai: a token per letter, with the marks that follow it
+    ['ที่', 'นี่']
     """
     tokens: list[str] = []
     current: list[str] = []
@@ -69,6 +72,8 @@ def tokenize(text: str, *, nfkc: bool = True, casefold: bool = True) -> list[str
             current = []
         if cls == IDEOGRAPH:
             tokens.append(ch)
+        elif cls == SYLLABLE:  # starts a token its marks join
+            current.append(ch)
     if current:
         tokens.append("".join(current))
     return tokens

@@ -71,6 +71,11 @@ class IMatchConfig(MethodConfig):
 
         return imatch_plan(self)
 
+    @property
+    def pair_threshold(self) -> float:
+        """1 / lexicons: a pair matching under one of the L signatures is a near-duplicate."""
+        return 1.0 / self.lexicons
+
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
         lo, hi = self.idf_band
         n_docs = int(counters.get("documents", 0))

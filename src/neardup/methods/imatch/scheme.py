@@ -9,7 +9,7 @@ from ...core.validation import Integer, Optional, Range, Real, check
 
 __all__ = ["IMATCH_VERSION", "MAX_LEXICONS", "IMatchScheme"]
 
-IMATCH_VERSION = 1
+IMATCH_VERSION = 2  # 2: letters of Thai, Lao, Khmer and Myanmar are tokens of their own (with their marks)
 """Format version of I-Match signatures."""
 
 

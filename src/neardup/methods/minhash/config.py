@@ -161,8 +161,11 @@ class MinHashConfig(MethodConfig):
             "exact duplicates (pre-pass)": f"{int(dups):,}" if dups is not None else "off",
             "LSH": f"b={lsh.bands} r={lsh.rows} (threshold {self.lsh_threshold}, K={self.num_perm}"
             + (", one-permutation sketch)" if self.sketch == "oph" else ")"),
-            "candidate pairs checked": f"{int(counters.get('checked', 0)):,} "
-            f"({int(counters.get('verified', 0)):,} verified, {self.verify})",
+            "candidate pairs checked": (
+                f"{int(counters['checked']):,} (verified by {self.verify})"
+                if "checked" in counters
+                else f"not counted by this engine (verified by {self.verify})"
+            ),
         }
 
     def sketch_texts(self, texts: Sequence[str]) -> Sketched:

@@ -44,7 +44,7 @@ __all__ = [
     "Signatures",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: letters of Thai, Lao, Khmer and Myanmar are tokens of their own (with their marks)
 
 
 HASH_FAMILY = "nd64/multiply-shift-32"
@@ -86,7 +86,7 @@ class MinHashScheme(Scheme):
         format_version: bumped whenever the same inputs would give different values.
 
     >>> MinHashScheme(num_perm=64).to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'scheme': 'minhash', 'format_version': 1, 'num_perm': 64, 'seed': 1,
+    {'scheme': 'minhash', 'format_version': 2, 'num_perm': 64, 'seed': 1,
      'shingling': {'kind': 'word', 'n': 5, 'strip_punctuation': False, 'nfkc': True, 'casefold': True},
      'hash_family': 'nd64/multiply-shift-32'}
     >>> MinHashScheme(num_perm=100000)

@@ -158,6 +158,14 @@ class SimHashConfig(MethodConfig):
 
         return simhash_plan(self)
 
+    @property
+    def pair_threshold(self) -> float:
+        """1 - max_distance / bits (the similarity of a pair at the largest distance accepted), or
+        with ``verify="edit"`` the edit similarity pairs must reach."""
+        if self.verify == "edit":
+            return self.edit_threshold
+        return 1.0 - self.max_distance / self.bits
+
     def describe(self, counters: dict[str, float]) -> dict[str, str]:
         f, k = self.bits, self.max_distance
         idf = (

@@ -65,7 +65,7 @@ __all__ = [
     "popcount_array",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: letters of Thai, Lao, Khmer and Myanmar are tokens of their own (with their marks)
 
 
 HASH_FAMILY = "nd64/fmix64-sign"
@@ -110,7 +110,7 @@ class SimHashScheme(Scheme):
         format_version: bumped whenever the same inputs would give different values.
 
     >>> SimHashScheme(bits=128).to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'scheme': 'simhash', 'format_version': 1, 'bits': 128, 'seed': 1,
+    {'scheme': 'simhash', 'format_version': 2, 'bits': 128, 'seed': 1,
      'shingling': {'kind': 'word', 'n': 2, 'strip_punctuation': False, 'nfkc': True, 'casefold': True},
      'weighting': 'count', 'idf_digest': None, 'dim': None, 'hash_family': 'nd64/fmix64-sign'}
     """

@@ -24,7 +24,7 @@ from ...text.stopwords import ENGLISH_ANTECEDENTS, ENGLISH_STOPWORDS
 
 __all__ = ["FORMAT_VERSION", "HASH_FAMILY", "MAX_CHAIN", "SpotSigsScheme", "load_words"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: letters of Thai, Lao, Khmer and Myanmar are tokens of their own (with their marks)
 
 
 HASH_FAMILY = "nd64"
@@ -73,7 +73,7 @@ class SpotSigsScheme(Scheme):
     >>> s.antecedents
     ('a', 'the')
     >>> s.to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'scheme': 'spotsigs', 'format_version': 1, 'antecedents': ['a', 'the'], 'stopwords': ['to'],
+    {'scheme': 'spotsigs', 'format_version': 2, 'antecedents': ['a', 'the'], 'stopwords': ['to'],
      'spot_distance': 1, 'chain': 2, 'key': 'antecedent', 'nfkc': True, 'casefold': True, 'hash_family': 'nd64'}
     """
 
