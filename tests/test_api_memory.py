@@ -116,9 +116,12 @@ def test_result_repr_is_short_and_stats_are_numbers(tmp_path):
     assert all(
         isinstance(v, (int, float)) for section in ("counts", "counters", "seconds") for v in stats[section].values()
     )
-    run_cli("dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "k.jsonl"), "--stats", str(tmp_path / "s.json"))
+    assert neardup.dedup(TEXTS).stats["counts"]["verified_pairs"] is None  # not counted without pairs
+    out = [str(tmp_path / name) for name in ("k.jsonl", "s.json", "p.csv")]
+    run_cli("dedup", str(tmp_path / "in.jsonl"), "-o", out[0], "--stats", out[1], "--pairs", out[2])
     cli = json.loads((tmp_path / "s.json").read_text())
     assert stats["method"] == cli["method"] and stats["counters"] == cli["counters"]
+    assert cli["counts"].pop("pairs_written") == stats["counts"]["verified_pairs"] == 3  # (0, 2), (0, 3), (2, 3)
     volatile = {"bytes_read", "spilled_bytes"}
     assert {k: v for k, v in stats["counts"].items() if k not in volatile} == {
         k: v for k, v in cli["counts"].items() if k not in volatile

@@ -171,10 +171,14 @@ def test_components_count_the_removed_documents_below_the_threshold():
     comp = neardup.dedup(texts, config, workers=1)
     below = int(np.count_nonzero(~comp.keep_mask & (np.asarray(comp.similarity) < 0.7 - 1e-9)))
     assert comp.below_threshold == below > 0
-    assert "below threshold" in comp.stats and f"{below:,} of" in comp.stats["below threshold"]
+    assert (
+        comp.stats["counts"]["below_threshold"] == below
+        and "below threshold" in comp.summary
+        and f"{below:,} of" in comp.summary["below threshold"]
+    )
     center = neardup.dedup(texts, config, workers=1, cluster="center")
     assert center.below_threshold == 0
-    assert center.stats["below threshold"].startswith("0 of")
+    assert center.summary["below threshold"].startswith("0 of")
 
 
 def test_center_job_is_the_same_on_dask(dask_client):
