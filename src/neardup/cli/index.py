@@ -33,7 +33,7 @@ def index_errors(after: Callable[[], str | None] = lambda: None):
         yield
     except (NeardupError, KeyError, ValueError, OSError) as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        click.echo(f"neardup: error: {text}", err=True)
+        click.echo(f"neardup: error: {shown_path(str(text))}", err=True)
         more = after()
         if more:
             click.echo(f"neardup: {more}", err=True)
