@@ -15,27 +15,37 @@ import click
 
 from .common import EXIT_DATA_ERROR, SETTINGS
 
+EXIT_USAGE = 2
+
 
 def _token(token_file: str | None) -> str | None:
+    """The bearer token writes need, from ``--token-file`` or ``NEARDUP_TOKEN`` (None: none given);
+    a file that cannot be read, an empty one or a token HTTP clients cannot send is one line on
+    stderr and exit 2."""
     if token_file is not None:
         try:
             with open(token_file, encoding="utf-8") as f:
                 token = f.read().strip()
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise click.BadParameter(f"cannot read {token_file}: {reason}", param_hint="--token-file") from None
+            _usage_line(f"--token-file {token_file}: cannot read it ({reason})")
         if not token:
-            raise click.UsageError(f"--token-file {token_file} is empty")
+            _usage_line(f"--token-file {token_file} is empty")
         where = f"the token in {token_file}"
     else:
         token = os.environ.get("NEARDUP_TOKEN") or None
         where = "NEARDUP_TOKEN"
     if token is not None and not _token_chars(token):
-        raise click.UsageError(
+        _usage_line(
             f"{where} must be printable ASCII without spaces (HTTP clients send headers as ASCII; "
             "a token of letters, digits and -._~+/= works everywhere)"
         )
     return token
+
+
+def _usage_line(message: str) -> None:
+    click.echo(f"neardup: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
 
 
 def _token_chars(token: str) -> bool:
