@@ -379,6 +379,59 @@ def test_redis_keys_deleted_under_the_server_is_410(redis_dir, tmp_path):
     assert_no_traceback(server)
 
 
+def test_a_read_only_redis_replica_is_503_and_nothing_is_stored(redis_dir, tmp_path):
+    """A server pointed at a read-only store (a Redis replica: every write refused with READONLY)
+    answers adds with 503 naming why, and serves queries."""
+    directory, servers = redis_dir
+    (directory / "p").mkdir()
+    (directory / "r").mkdir()
+    primary = Redis(directory / "p")
+    servers.append(primary)
+    replica = Redis(directory / "r", "--replicaof", "127.0.0.1", str(primary.port))
+    servers.append(replica)
+    with neardup.Index.create(f"{primary.url}/0/ro", MinHashConfig(threshold=0.8)) as index:
+        index.add(["a"], [text(1)])
+    deadline = time.monotonic() + 30
+    while not replica.client().exists("neardup:{ro}:meta") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    server = Server(f"{replica.url}/0/ro", log_dir=tmp_path)
+    try:
+        r = server.add(["b"])
+        assert r.status_code == 503 and "cannot be written now" in r.json()["detail"], r.text
+        q = server.client.post("/v1/query", json={"documents": [{"text": text(1)}]})
+        assert q.status_code == 200 and q.json()["results"][0]["matches"][0]["id"] == "a"
+    finally:
+        assert server.stop() == 0
+    log = assert_no_traceback(server)
+    assert "with 503" in log and "read only" in log.lower()
+    assert stored_ids(f"{primary.url}/0/ro") == {"a"}
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "kind", "status"),
+    [
+        (13, "database or disk is full", "IndexFullError", 507),
+        (8, "attempt to write a readonly database", "IndexReadOnlyError", 503),
+        (1032, "attempt to write a readonly database", "IndexReadOnlyError", 503),
+        (14, "unable to open database file", "IndexReadOnlyError", 503),
+        (778, "disk I/O error", "IndexWriteError", 503),
+        (5, "database is locked", "IndexLockedError", 503),
+    ],
+)
+def test_sqlite_write_errors_map_to_their_class_and_status(code, message, kind, status):
+    import sqlite3
+
+    from neardup.index.store import write_error
+    from neardup.service.operations import error_answer
+
+    exc = sqlite3.OperationalError(message)
+    exc.sqlite_errorcode = code
+    error = write_error("/x/i.ndx", exc)
+    assert type(error).__name__ == kind and "/x/i.ndx" in str(error)
+    got, body, _ = error_answer(error, "POST", "/v1/documents")
+    assert got == status and "Traceback" not in body["detail"]
+
+
 # ---------------------------------------------------------------------------- HTTP edges
 
 
