@@ -670,3 +670,34 @@ def test_redis_passwords_are_masked_in_every_line(tmp_path):
             assert done.returncode == 0 and "pw-Secret-1" not in done.stderr and "redis://" in done.stderr
     finally:
         redis.kill()
+
+
+def test_an_index_made_immutable_under_the_server_is_503_and_writes_resume_after(tmp_path):
+    """``chattr +i`` on the index file and its WAL while the server has them open (ext4 refuses
+    writes through open descriptors too; tmpfs does not): adds answer 503, and 200 again after
+    ``chattr -i``; every acknowledged add is stored."""
+    path = tmp_path / "i.ndx"
+    new_index(path)
+    server = Server(path, log_dir=tmp_path)
+    files = [str(path), f"{path}-wal"]
+    acknowledged = []
+    try:
+        assert server.add(["a"]).status_code == 200
+        acknowledged.append("a")
+        if subprocess.run(["chattr", "+i", *files], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not supported here")
+        try:
+            r = server.add(["b"])
+            if r.status_code == 200:  # a file system that lets open descriptors write (tmpfs)
+                acknowledged.append("b")
+            else:
+                assert r.status_code == 503 and "nothing of it was stored" in r.json()["detail"], r.text
+        finally:
+            subprocess.run(["chattr", "-i", *files], capture_output=True)
+        r = server.add(["c"])
+        assert r.status_code == 200, r.text
+        acknowledged.append("c")
+    finally:
+        assert server.stop() == 0
+    assert_no_traceback(server)
+    assert set(acknowledged) <= stored_ids(path)
