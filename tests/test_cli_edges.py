@@ -270,3 +270,29 @@ def test_concurrent_runs_writing_the_same_outputs_leave_one_runs_complete_set(tm
         winners.append(_which_run(out))
         assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
     print("runs whose set was left:", winners)
+
+
+# --------------------------------------------------------------------------------------------
+# repeated ids in `index add`
+
+
+@pytest.mark.parametrize("batch", ["4096", "1"])
+def test_a_repeated_or_stored_id_in_index_add_follows_on_error_with_file_and_line(tmp_path, batch):
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": f"text {k} of {i}"}) + "\n" for k, i in enumerate("abac")))
+    csv = tmp_path / "b.csv"
+    csv.write_text("id,text\nd,text of d\nb,other text of b\n")
+    index = tmp_path / "i.ndx"
+    run("index", "create", index, "--method", "minhash")
+    res = run("index", "add", index, jsonl, "--batch-size", batch, code=1)
+    assert "a.jsonl:3: id 'a' repeats an earlier record's id in this add" in res.output or (
+        batch == "1" and "a.jsonl:3: id 'a' is in the index already" in res.output
+    )
+    res = run("index", "add", index, jsonl, csv, "--batch-size", batch, "--on-error", "skip")
+    assert "skipped: " in res.output and "b.csv:3: id 'b'" in res.output
+    with neardup.Index.open(index) as opened:
+        stored = sorted(opened)
+    assert stored == ["a", "b", "c", "d"]  # (with one record a batch, a and b were stored before line 3 failed)
+    res = run("index", "add", index, csv, code=1)
+    assert "b.csv:2: id 'd' is in the index already (--replace overwrites)" in res.output
+    run("index", "add", index, csv, "--replace")
