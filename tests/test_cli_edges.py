@@ -296,3 +296,21 @@ def test_a_repeated_or_stored_id_in_index_add_follows_on_error_with_file_and_lin
     res = run("index", "add", index, csv, code=1)
     assert "b.csv:2: id 'd' is in the index already (--replace overwrites)" in res.output
     run("index", "add", index, csv, "--replace")
+
+
+def test_a_named_pipe_in_an_input_folder_or_glob_is_an_error_naming_it(tmp_path):
+    """Reading a pipe of a folder would wait for a writer: it is refused by name, never skipped unseen."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "good.jsonl", docs("d", 6))
+    os.mkfifo(folder / "pipe.jsonl")
+    for given in (folder, f"{folder}/*.jsonl"):
+        for extra in ([], ["--on-error", "skip"]):
+            res = run("dedup", given, "-o", tmp_path / "kept.jsonl", "-q", *extra, code=1)
+            assert "pipe.jsonl: not a regular file (a named pipe)" in res.output
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "a.txt").write_text("a text document here")
+    os.mkfifo(texts / "b.txt")
+    res = run("dedup", texts, "-o", tmp_path / "kept.jsonl", "-q", code=1)
+    assert "b.txt: not a regular file (a named pipe)" in res.output
