@@ -272,3 +272,47 @@ def test_concurrent_runs_writing_the_same_outputs_leave_one_runs_complete_set(tm
         winners.append(_which_run(out))
         assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
     print("runs whose set was left:", winners)
+
+
+# --------------------------------------------------------------------------------------------
+# repeated ids in `index add`
+
+
+@pytest.mark.parametrize("batch", ["4096", "1"])
+def test_a_repeated_or_stored_id_in_index_add_follows_on_error_with_file_and_line(tmp_path, batch):
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": i, "text": f"text {k} of {i}"}) + "\n" for k, i in enumerate("abac")))
+    csv = tmp_path / "b.csv"
+    csv.write_text("id,text\nd,text of d\nb,other text of b\n")
+    index = tmp_path / "i.ndx"
+    run("index", "create", index, "--method", "minhash")
+    res = run("index", "add", index, jsonl, "--batch-size", batch, code=1)
+    assert "a.jsonl:3: id 'a' repeats an earlier record's id in this add" in res.output or (
+        batch == "1" and "a.jsonl:3: id 'a' is in the index already" in res.output
+    )
+    res = run("index", "add", index, jsonl, csv, "--batch-size", batch, "--on-error", "skip")
+    assert "skipped: " in res.output and "b.csv:3: id 'b'" in res.output
+    with neardup.Index.open(index) as opened:
+        stored = sorted(opened)
+    assert stored == ["a", "b", "c", "d"]  # (with one record a batch, a and b were stored before line 3 failed)
+    res = run("index", "add", index, csv, code=1)
+    assert "b.csv:2: id 'd' is in the index already (--replace overwrites)" in res.output
+    run("index", "add", index, csv, "--replace")
+
+
+def test_a_named_pipe_in_an_input_folder_or_glob_is_an_error_naming_it(tmp_path):
+    """Reading a pipe of a folder would wait for a writer: it is refused by name, never skipped unseen."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_jsonl(folder / "good.jsonl", docs("d", 6))
+    os.mkfifo(folder / "pipe.jsonl")
+    for given in (folder, f"{folder}/*.jsonl"):
+        for extra in ([], ["--on-error", "skip"]):
+            res = run("dedup", given, "-o", tmp_path / "kept.jsonl", "-q", *extra, code=1)
+            assert "pipe.jsonl: not a regular file (a named pipe)" in res.output
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "a.txt").write_text("a text document here")
+    os.mkfifo(texts / "b.txt")
+    res = run("dedup", texts, "-o", tmp_path / "kept.jsonl", "-q", code=1)
+    assert "b.txt: not a regular file (a named pipe)" in res.output

@@ -24,7 +24,18 @@ def run() -> None:
     from ._kernels.blas_probe import skip_in_this_process
 
     skip_in_this_process()  # 0.3 s of every command where SciPy is installed; this process runs only neardup
-    from .cli.main import main
+    threads = os.environ.get("NUMBA_NUM_THREADS")
+    if threads is not None and not (threads.strip().isdigit() and int(threads) > 0):
+        sys.stderr.write(
+            f"neardup: error: NUMBA_NUM_THREADS={threads!r}: the number of threads must be a whole number, "
+            "1 or more (unset it for one per core)\n"
+        )
+        sys.exit(2)
+    try:
+        from .cli.main import main
+    except ValueError as exc:  # numba checks its environment variables at import
+        sys.stderr.write(f"neardup: error: cannot start: {exc}\n")
+        sys.exit(2)
 
     main()
 

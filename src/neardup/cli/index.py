@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import click
 import orjson
 
-from ..core.errors import NeardupError
+from ..core.errors import InputError, NeardupError
 from ..index.durable import DurableIndex
 from ..index.redis_store import shown_path
 from ..io import ReadStats, output_format, read_documents, write_table
@@ -33,7 +33,7 @@ def index_errors(after: Callable[[], str | None] = lambda: None):
         yield
     except (NeardupError, KeyError, ValueError, OSError) as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        click.echo(f"neardup: error: {text}", err=True)
+        click.echo(f"neardup: error: {shown_path(str(text))}", err=True)
         more = after()
         if more:
             click.echo(f"neardup: {more}", err=True)
@@ -138,9 +138,11 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
     added = empty = 0
     before = lambda: f"{added:,} documents were added before the error" if added else None
     read = {"text_field": text_field, "id_field": id_field, "input_format": input_format, "html": html}
+    repeated: dict[int, tuple[str, str, str]] = {}  # record number -> (id, text, reason) skipped
     with index_errors(before), DurableIndex.open(path, "a") as index:
         for batch in _batches(inputs, stats, text_field, id_field, input_format, html, on_error, batch_size):
             ids, texts = batch.ids, batch.texts
+            numbers = range(batch.start, batch.start + len(ids))
             if "" in ids:  # a record the batch job accepts, an index cannot hold
                 if on_error == "fail":
                     found = empty_id_records(inputs, **read)
@@ -149,11 +151,28 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
                     raise NeardupError(f"a record of {', '.join(inputs)} has an empty id, which an index cannot hold")
                 keep = [k for k, doc_id in enumerate(ids) if doc_id]
                 empty += len(ids) - len(keep)
-                ids, texts = [ids[k] for k in keep], [texts[k] for k in keep]
+                ids, texts, numbers = [ids[k] for k in keep], [texts[k] for k in keep], [numbers[k] for k in keep]
             if ids:
-                index.add(ids, texts, replace=replace)
+                try:
+                    index.add(ids, texts, replace=replace)
+                except KeyError:  # a repeated or stored id (nothing of the batch stored): find the records
+                    keep = _good_ids(ids, texts, numbers, index, replace, on_error, inputs, read, repeated)
+                    ids, texts = [ids[k] for k in keep], [texts[k] for k in keep]
+                    if ids:
+                        index.add(ids, texts, replace=replace)
             added += len(ids)
         size = len(index)
+    if repeated:  # skipped, counted and named as the readers' bad records are
+        stats.documents -= len(repeated)
+        stats.skipped += len(repeated)
+        named = dict(sorted(repeated.items())[:_NAMED])
+        places = record_places(inputs, read, {n: t for n, (_, t, _) in named.items()})
+        for shown, (n, (doc_id, _, reason)) in enumerate(sorted(repeated.items())):
+            stats.reasons["repeated id" if "earlier" in reason else "id in the index"] += 1
+            if shown < _NAMED:
+                stats.file_errors.append(f"{places.get(n, f'record {n + 1}')}: id {doc_id!r} {reason}")
+        if len(repeated) > _NAMED:
+            stats.file_errors.append(f"... ({len(repeated) - _NAMED:,} more records with a repeated or stored id)")
     if empty:  # skipped, counted and named as the readers' bad records are
         stats.documents -= empty
         stats.skipped += empty
@@ -173,6 +192,53 @@ def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, ba
 
 
 _NAMED = 10  # records with an empty id named in the warning of `index add --on-error skip`
+
+
+def _good_ids(ids, texts, numbers, index, replace, on_error, inputs, read, skipped) -> list[int]:
+    """The positions of the batch's records that can be stored: not an id repeated within the batch
+    nor (without ``replace``) one the index holds (earlier batches of this add included). The
+    others stop the add with ``FILE:LINE`` (``on_error="fail"``) or go into ``skipped``."""
+    seen: set[str] = set()
+    keep = []
+    for k, doc_id in enumerate(ids):
+        if doc_id in seen:
+            reason = "repeats an earlier record's id in this add"
+        elif not replace and doc_id in index:
+            reason = "is in the index already (--replace overwrites)"
+        else:
+            seen.add(doc_id)
+            keep.append(k)
+            continue
+        if on_error == "fail":
+            where = record_places(inputs, read, {numbers[k]: texts[k]}).get(numbers[k])
+            raise InputError(where or f"record {numbers[k] + 1}", None, f"id {doc_id!r} {reason}")
+        skipped[numbers[k]] = (doc_id, texts[k], reason)
+    return keep
+
+
+def record_places(inputs, read: dict, records: dict[int, str]) -> dict[int, str]:
+    """``FILE:LINE`` of each record number of ``records`` (record number -> its text, checked so
+    that a record skipped by one read and not the other names nothing rather than a wrong line):
+    the inputs read again with every id made ``FILE:LINE`` (an id field no record has)."""
+    out: dict[int, str] = {}
+    last = max(records)
+    places = read_documents(
+        list(inputs),
+        text_field=read["text_field"],
+        id_field="\x00no id field",
+        id_policy="line",
+        on_error="skip",
+        input_format=read["input_format"],
+        html=read["html"],
+    )
+    for batch in places:
+        for k, place in enumerate(batch.ids):
+            n = batch.start + k
+            if n in records and batch.texts[k] == records[n]:
+                out[n] = place
+        if batch.start + len(batch) > last:
+            break
+    return out
 
 
 @index_group.command("query", context_settings=SETTINGS)

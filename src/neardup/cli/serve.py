@@ -15,15 +15,42 @@ import click
 
 from .common import EXIT_DATA_ERROR, SETTINGS
 
+EXIT_USAGE = 2
+
 
 def _token(token_file: str | None) -> str | None:
+    """The bearer token writes need, from ``--token-file`` or ``NEARDUP_TOKEN`` (None: none given);
+    a file that cannot be read, an empty one or a token HTTP clients cannot send is one line on
+    stderr and exit 2."""
     if token_file is not None:
-        with open(token_file, encoding="utf-8") as f:
-            token = f.read().strip()
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            _usage_line(f"--token-file {token_file}: cannot read it ({reason})")
         if not token:
-            raise click.UsageError(f"--token-file {token_file} is empty")
-        return token
-    return os.environ.get("NEARDUP_TOKEN") or None
+            _usage_line(f"--token-file {token_file} is empty")
+        where = f"the token in {token_file}"
+    else:
+        token = os.environ.get("NEARDUP_TOKEN") or None
+        where = "NEARDUP_TOKEN"
+    if token is not None and not _token_chars(token):
+        _usage_line(
+            f"{where} must be printable ASCII without spaces (HTTP clients send headers as ASCII; "
+            "a token of letters, digits and -._~+/= works everywhere)"
+        )
+    return token
+
+
+def _usage_line(message: str) -> None:
+    click.echo(f"neardup: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _token_chars(token: str) -> bool:
+    """Printable ASCII without spaces: what every HTTP client sends in a header unchanged."""
+    return all(33 <= ord(c) <= 126 for c in token)
 
 
 @click.command("serve", context_settings=SETTINGS)
@@ -67,6 +94,29 @@ def _token(token_file: str | None) -> str | None:
     help="Longest text (422 above).",
 )
 @click.option(
+    "--allowed-hosts",
+    default=None,
+    metavar="NAMES",
+    help="Comma-separated names the Host header may give besides --host's own (a loopback --host also "
+    "answers to 127.0.0.1, localhost and ::1; --host 0.0.0.0 to any name unless this is given; '*': any). "
+    "Other names are answered with 421, so a web page cannot read the index through a browser by "
+    "DNS rebinding.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds a request's headers may take to arrive (408 and the connection closed after).",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds a request's body may take to arrive once its headers are in (408 after).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -80,7 +130,20 @@ def _token(token_file: str | None) -> str | None:
     "of CPU a request, as much as the query itself: see docs/service.md).",
 )
 def serve_cmd(
-    path, host, port, workers, token_file, auth_reads, max_body_bytes, max_batch, max_text_chars, log_level, access_log
+    path,
+    host,
+    port,
+    workers,
+    token_file,
+    auth_reads,
+    max_body_bytes,
+    max_batch,
+    max_text_chars,
+    allowed_hosts,
+    header_timeout,
+    body_timeout,
+    log_level,
+    access_log,
 ):
     """Serve the index at PATH over HTTP: POST /v1/query, POST /v1/documents (if_unique for an atomic
     check-and-add), GET and DELETE /v1/documents/{id}, GET /v1/stats, /healthz, /readyz; the
@@ -97,7 +160,8 @@ def serve_cmd(
     try:
         import uvicorn
 
-        from ..service.app import Limits, create_app, freeze_heap
+        from ..service.app import Limits, allowed_hosts_for, create_app, freeze_heap
+        from ..service.timeouts import timed_config
         from ..service.worker import SETTINGS_ENV, settings_json
     except ImportError as exc:
         click.echo(
@@ -106,7 +170,7 @@ def serve_cmd(
         sys.exit(EXIT_DATA_ERROR)
     from ..core.errors import NeardupError
     from ..index.durable import DurableIndex
-    from ..index.redis_store import is_redis_url
+    from ..index.redis_store import is_redis_url, shown_path
 
     if workers > 1 and not is_redis_url(path):
         raise click.UsageError(
@@ -114,20 +178,21 @@ def serve_cmd(
             "a SQLite index has one writer process (queries take tens of microseconds of it each)"
         )
     token = _token(token_file)
+    hosts = allowed_hosts_for(host, allowed_hosts)
     # above info no access line is written, but uvicorn still builds each line's arguments (the
     # client's address, the path) before the logger drops it: ~5% of a single query's CPU
     access_log = access_log and log_level in ("info", "debug")
     try:
         index = DurableIndex.open(path, "a")
     except (NeardupError, OSError, ValueError) as exc:
-        click.echo(f"neardup: error: {exc}", err=True)
+        click.echo(f"neardup: error: {shown_path(str(exc))}", err=True)
         sys.exit(EXIT_DATA_ERROR)
     limits = Limits(max_body_bytes=max_body_bytes, max_batch=max_batch, max_text_chars=max_text_chars)
     if token is None:
         click.echo("neardup: no token (NEARDUP_TOKEN or --token-file): writes are refused", err=True)
     if workers > 1:
         index.close()  # opened to check it; each worker opens its own
-        os.environ[SETTINGS_ENV] = settings_json(path, token, limits, auth_reads)
+        os.environ[SETTINGS_ENV] = settings_json(path, token, limits, auth_reads, hosts)
         config = uvicorn.Config(
             "neardup.service.worker:app_from_env",
             factory=True,
@@ -138,16 +203,18 @@ def serve_cmd(
             access_log=access_log,
             timeout_graceful_shutdown=30,
         )
-        sys.exit(_run_workers(config))
-    app = create_app(index, token=token, limits=limits, auth_reads=auth_reads)
+        sys.exit(_run_workers(timed_config(config, header_timeout, body_timeout)))
+    app = create_app(index, token=token, limits=limits, auth_reads=auth_reads, allowed_hosts=hosts)
     freeze_heap()
-    server = _draining_server(
-        uvicorn.Config(
-            app, host=host, port=port, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=30
-        )
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, access_log=access_log, timeout_graceful_shutdown=30
     )
+    server = _draining_server(timed_config(config, header_timeout, body_timeout))
     try:
         server.run()
+    except SystemExit:  # uvicorn's exit 3 when it cannot listen (its one-line error is logged)
+        if server.started:
+            raise
     finally:
         index.close()
     sys.exit(0 if server.started else EXIT_DATA_ERROR)

@@ -66,8 +66,11 @@ from . import snapshot as snapshots
 from .idtable import IdTable
 from .store import (
     IndexCorruptError,
+    IndexFullError,
+    IndexGoneError,
     IndexLinkError,
     IndexLockedError,
+    IndexReadOnlyError,
     IndexUnavailableError,
     IndexWriteError,
     SQLiteStore,
@@ -79,8 +82,11 @@ __all__ = [
     "DurableIndex",
     "Index",
     "IndexCorruptError",
+    "IndexFullError",
+    "IndexGoneError",
     "IndexLinkError",
     "IndexLockedError",
+    "IndexReadOnlyError",
     "IndexUnavailableError",
     "IndexWriteError",
     "UniqueResult",
@@ -397,6 +403,16 @@ class DurableIndex:
         (an index in Redis does this by itself before every answer)."""
         with self._lock:
             self._catch_up(self._store.version())
+
+    def check_ready(self) -> None:
+        """Raise the store's error when the index cannot take writes now: its file removed or
+        replaced under this handle (:class:`IndexGoneError`), Redis unreachable
+        (:class:`IndexUnavailableError`) or the index's keys deleted from it (``IndexGoneError``)."""
+        with self._lock:
+            if self._shared:
+                self._store.version()
+            elif self.mode == "a":
+                self._store.present()
 
     def _sync(self) -> None:
         """On a shared store: catch up when anything changed (one round trip when nothing did)."""

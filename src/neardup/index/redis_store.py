@@ -50,6 +50,9 @@ from .store import (
     FORMAT,
     FORMAT_VERSION,
     IndexCorruptError,
+    IndexFullError,
+    IndexGoneError,
+    IndexReadOnlyError,
     IndexUnavailableError,
     IndexWriteError,
     StoredRow,
@@ -71,15 +74,22 @@ def is_redis_url(path: object) -> bool:
     return isinstance(path, str) and path.lower().startswith(SCHEMES)
 
 
+_URL_SECRET = re.compile(r"(rediss?://[^:@/\s]*:)[^@/\s]*@", re.I)
+_QUERY_SECRET = re.compile(r"([?&](?:password|pass|pwd|auth|token)=)[^&#\s]*", re.I)
+
+
 def shown_path(path: str) -> str:
-    """An index path as messages show it: a Redis URL's password as ``***``, anything else as is.
+    """An index path (or any message holding Redis URLs) as messages show it: every password of a
+    Redis URL, in its user part or as a ``?password=`` parameter, as ``***``.
 
     >>> shown_path("redis://:s3cret@db:6379/0/news"), shown_path("news.ndx")
     ('redis://:***@db:6379/0/news', 'news.ndx')
+    >>> shown_path("cannot reach rediss://app:pw@db:6380/1/x?password=pw2&ssl_cert_reqs=none")
+    'cannot reach rediss://app:***@db:6380/1/x?password=***&ssl_cert_reqs=none'
     """
-    if not is_redis_url(path):
+    if "redis" not in path.lower():
         return path
-    return re.sub(r"^(rediss?://[^:@/]*:)[^@/]*@", r"\1***@", path, flags=re.I)
+    return _QUERY_SECRET.sub(r"\1***", _URL_SECRET.sub(r"\1***@", path))
 
 
 def parse_redis_url(url: str) -> tuple[str, str, str]:
@@ -314,7 +324,7 @@ class RedisStore:
         with self._calls():
             values = self._client.mget([self._keys["epoch"], self._keys["seq"], self._keys["tseq"]])
         if any(v is None for v in values):
-            raise FileNotFoundError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
+            raise IndexGoneError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
         return tuple(int(v) for v in values)  # type: ignore[return-value]
 
     def epoch(self) -> int:
@@ -428,7 +438,7 @@ class RedisStore:
         self._writable()
         with self._calls():
             if self._compact(keys=self._write_keys, args=[]) == -3:
-                raise FileNotFoundError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
+                raise IndexGoneError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
 
     def check(self, sketch_bytes: int) -> list[str]:
         """Everything wrong with the index (empty when it is consistent): metadata, every record's
@@ -521,7 +531,7 @@ class RedisStore:
         with self._calls():
             answer = [int(x) for x in script(keys=keys, args=args)]
         if answer[0] == -3:
-            raise FileNotFoundError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
+            raise IndexGoneError(f"{self.path}: the index named {self.name!r} is gone (deleted from Redis)")
         return answer
 
     @contextlib.contextmanager
@@ -540,6 +550,20 @@ class RedisStore:
                 raise IndexCorruptError(f"{self.path}: a key of the index holds other data ({text})") from None
             if text.startswith(("NOAUTH", "NOPERM", "WRONGPASS")):
                 raise IndexUnavailableError(f"{self.path}: Redis refused access ({text})") from None
+            if (
+                isinstance(exc, getattr(errors, "OutOfMemoryError", ()))
+                or text.startswith("OOM")
+                or "maxmemory" in text
+            ):
+                raise IndexFullError(
+                    f"{self.path}: Redis is at its maxmemory ({text}); nothing of it was stored"
+                ) from None
+            if isinstance(exc, getattr(errors, "ReadOnlyError", ())) or text.startswith("READONLY"):
+                raise IndexReadOnlyError(
+                    f"{self.path}: Redis refused the write ({text}); nothing of it was stored"
+                ) from None
+            if text.startswith(("LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN")):
+                raise IndexUnavailableError(f"{self.path}: Redis cannot answer now ({text})") from None
             raise IndexWriteError(
                 f"{self.path}: Redis refused the command ({text}); nothing of it was stored"
             ) from None

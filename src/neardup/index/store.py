@@ -46,6 +46,7 @@ import sqlite3
 import struct
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -61,8 +62,11 @@ __all__ = [
     "FORMAT_VERSION",
     "PAGE_SIZE",
     "IndexCorruptError",
+    "IndexFullError",
+    "IndexGoneError",
     "IndexLinkError",
     "IndexLockedError",
+    "IndexReadOnlyError",
     "IndexUnavailableError",
     "IndexWriteError",
     "SQLiteStore",
@@ -112,8 +116,24 @@ class IndexWriteError(NeardupError):
     """A write could not be made durable (disk full, read-only file system); nothing of it was stored."""
 
 
+class IndexFullError(IndexWriteError):
+    """No room for a write: the disk (or the process's file size limit) is full, or Redis is at its
+    ``maxmemory``; nothing of the write was stored, and writes work again once there is room."""
+
+
+class IndexReadOnlyError(IndexWriteError):
+    """The index cannot be written now: a read-only file system, an immutable file, refused
+    permission, a read-only Redis replica; nothing of the write was stored."""
+
+
 class IndexUnavailableError(NeardupError):
     """The store of the index cannot be reached (a Redis server down, refused credentials)."""
+
+
+class IndexGoneError(IndexUnavailableError, FileNotFoundError):
+    """The index was removed under an open handle: its file unlinked, renamed or replaced by another
+    file, or its keys deleted from Redis. Writes are refused (they would go to a file nobody can
+    find again); they work again if the same file is put back under its name."""
 
 
 class WriteConflict(NeardupError):
@@ -230,7 +250,8 @@ class SQLiteStore:
         key = _acquire(path, writer=mode == "a")
         store = None
         try:
-            store = cls(path, _connect(path, readonly=mode == "r"), mode, key)
+            immutable = mode == "r" and _no_writer_possible(path)
+            store = cls(path, _connect(path, readonly=mode == "r", immutable=immutable), mode, key)
             store.meta()  # reads and checks the metadata: a file that is not an index fails here
         except BaseException:
             if store is not None:
@@ -433,8 +454,9 @@ class SQLiteStore:
         try:
             self._conn.execute("VACUUM")
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.OperationalError as exc:
-            raise IndexWriteError(f"{self.path}: could not compact ({exc}); the index is unchanged") from None
+        except sqlite3.DatabaseError as exc:
+            error = write_error(self.path, exc)
+            raise type(error)(f"{self.path}: could not compact ({exc}); the index is unchanged") from None
 
     def check(self, sketch_bytes: int) -> list[str]:
         """Everything wrong with the file (empty when it is consistent)."""
@@ -492,17 +514,34 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"{self.path}: damaged or unreadable ({exc}); run `neardup index check`") from None
 
+    def present(self) -> None:
+        """Raise :class:`IndexGoneError` when the index's name no longer leads to the file this
+        store has open (removed, renamed or replaced under it: what is written now would be lost)."""
+        if self._file_key is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._file_key:
+            raise IndexGoneError(
+                f"{self.path}: the index file was removed or replaced under this process; writes are refused "
+                "so that none is lost (put the file back under its name, or restart the server)"
+            )
+
     @contextlib.contextmanager
     def _transaction(self):
+        self.present()
         with _writing(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield
+                self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
-                    self._conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
 
 def _chunk_rows(ids: Sequence[str], chunks: Iterable, texts: Sequence[str] | None) -> Iterator[Iterator[tuple]]:
@@ -516,25 +555,58 @@ def _chunk_rows(ids: Sequence[str], chunks: Iterable, texts: Sequence[str] | Non
         at = end
 
 
+_FULL_CODES = {13}  # SQLITE_FULL (ENOSPC, or a short write at the file size limit)
+_READONLY_CODES = {3, 8, 14, 23}  # SQLITE_PERM, SQLITE_READONLY (and its extended codes), SQLITE_CANTOPEN, SQLITE_AUTH
+
+
+def write_error(path: str, exc: sqlite3.Error) -> NeardupError:
+    """SQLite's error of a write as neardup's: full, read-only, locked, damaged or another write
+    error (each says that nothing of the change was stored)."""
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in _FULL_CODES or "full" in text:
+        return IndexFullError(f"{path}: disk full; nothing of this change was stored ({text})")
+    if code in _READONLY_CODES or "readonly" in text or "read-only" in text:
+        return IndexReadOnlyError(f"{path}: the index cannot be written ({text}); nothing of this change was stored")
+    if "locked" in text or "busy" in text:
+        return IndexLockedError(f"{path}: the index is locked by another process ({text})")
+    if isinstance(exc, sqlite3.OperationalError):
+        return IndexWriteError(f"{path}: could not write ({text}); nothing of this change was stored")
+    return IndexCorruptError(f"{path}: damaged ({exc}); run `neardup index check`")
+
+
 @contextlib.contextmanager
 def _writing(path: str):
-    """SQLite's write errors as :class:`IndexWriteError` (the transaction is rolled back)."""
+    """SQLite's write errors as neardup's (:func:`write_error`; the transaction is rolled back)."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
-        text = str(exc)
-        if "full" in text:
-            raise IndexWriteError(f"{path}: disk full; nothing of this change was stored ({text})") from None
-        if "locked" in text or "busy" in text:
-            raise IndexLockedError(f"{path}: the index is locked by another process ({text})") from None
-        raise IndexWriteError(f"{path}: could not write ({text}); nothing of this change was stored") from None
     except sqlite3.DatabaseError as exc:
-        raise IndexCorruptError(f"{path}: damaged ({exc}); run `neardup index check`") from None
+        raise write_error(path, exc) from None
 
 
-def _connect(path: str, *, readonly: bool, page_size: int | None = None) -> sqlite3.Connection:
+def _no_writer_possible(path: str) -> bool:
+    """Whether the index file is on read-only media (or in a folder and file this process cannot
+    write) with no WAL beside it: then no writer has it open (a writer's connection keeps its
+    ``-wal`` file), and none can start, so it is opened as SQLite's ``immutable`` (no ``-shm``
+    needed, which a reader could not create there)."""
+    real = os.path.realpath(path)
+    if os.path.exists(real + "-wal"):
+        return False
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        if os.statvfs(real).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        return False
+    return not (os.access(real, os.W_OK) and os.access(os.path.dirname(real) or ".", os.W_OK))
+
+
+def _connect(path: str, *, readonly: bool, page_size: int | None = None, immutable: bool = False) -> sqlite3.Connection:
+    try:
+        if immutable:
+            uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         if page_size is not None:  # a new file: before its first write (WAL fixes the page size)
             conn.execute(f"PRAGMA page_size={int(page_size)}")
         if not readonly:
@@ -651,7 +723,15 @@ def _acquire(path: str, *, writer: bool, fd: int | None = None) -> tuple[int, in
                 if use.writer:
                     raise _locked_error(path)
                 if use.fd is None:
-                    use.fd = os.open(path, os.O_RDWR)
+                    try:
+                        use.fd = os.open(path, os.O_RDWR)
+                    except OSError as exc:
+                        if exc.errno not in (errno.EROFS, errno.EPERM, errno.EACCES, errno.ETXTBSY):
+                            raise
+                        raise IndexReadOnlyError(
+                            f"{path}: cannot open the index for writing ({exc.strerror}: a read-only file system, "
+                            "an immutable file or no permission); readers may open it with mode 'r'"
+                        ) from None
                 if not _try_lock(use.fd):
                     raise _locked_error(path)
             except BaseException:

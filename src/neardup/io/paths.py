@@ -158,13 +158,33 @@ def _file_or_broken_link(p: Path) -> bool:
     return p.is_file() or (p.is_symlink() and not p.is_dir())
 
 
+def _special_file(p: Path) -> str:
+    """Why an entry of an input folder named like a shard or a document, but not a regular file
+    (a named pipe, a socket, a device), is not read: reading a pipe of a folder would wait for a
+    writer, so it is refused by name rather than skipped unseen."""
+    mode = p.stat().st_mode
+    kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return (
+        f"not a regular file ({kind}) in an input folder; remove it from the folder, or give it as an "
+        "input of its own (a pipe given by name is read once)"
+    )
+
+
 def _local_folder(root: str, fmt: str | None) -> list[tuple[str, str]]:
     base = Path(root)
     shards: list[tuple[str, str]] = []
     documents = False
     for p in sorted(base.rglob("*")):
         rel = p.relative_to(base)
-        if any(part.startswith((".", "_")) for part in rel.parts) or not _file_or_broken_link(p):
+        if any(part.startswith((".", "_")) for part in rel.parts):
+            continue
+        if not _file_or_broken_link(p):
+            if (
+                not p.is_dir()
+                and p.exists()
+                and (shard_format(p.name) or p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES)
+            ):
+                raise InputError(str(p), None, _special_file(p), reason="unreadable file")
             continue
         kind = shard_format(p.name)
         if p.suffix.lower() in TEXT_SUFFIXES + HTML_SUFFIXES:
@@ -318,7 +338,16 @@ def expand_inputs(paths, input_format: str | None = None) -> list[tuple[str, str
                 name = _stream_file(name)  # a pipe: read it once
             sources.append((name, fmt))
         elif any(c in name for c in _GLOB_CHARS):
-            found = sorted(f for f in glob.glob(name, recursive=True) if _file_or_broken_link(Path(f)))
+            matches = sorted(glob.glob(name, recursive=True))
+            for f in matches:
+                if not _file_or_broken_link(Path(f)) and os.path.exists(f) and not os.path.isdir(f):
+                    raise InputError(
+                        f,
+                        None,
+                        _special_file(Path(f)).replace("an input folder", "a glob's matches"),
+                        reason="unreadable file",
+                    )
+            found = [f for f in matches if _file_or_broken_link(Path(f))]
             if not found:
                 raise InputError(name, None, "no file matches this pattern", reason="unreadable file")
             sources += [(f, _format_of(f, input_format)) for f in found]

@@ -26,11 +26,12 @@ import os
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from .. import __version__
-from ..index.durable import DurableIndex, IndexLockedError, IndexUnavailableError
-from .hot import HotRoutes, ServiceApp
+from ..core.errors import NeardupError
+from ..index.durable import DurableIndex
+from .hot import HotRoutes, ServiceApp, drain
 from .operations import (
     Limits,
     error_answer,
@@ -41,7 +42,30 @@ from .operations import (
     validation_answer,
 )
 
-__all__ = ["Limits", "create_app", "freeze_heap"]
+__all__ = ["Limits", "allowed_hosts_for", "create_app", "freeze_heap"]
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def allowed_hosts_for(host: str, extra: str | None = None) -> frozenset[str] | None:
+    """The ``Host`` names a server listening on ``host`` answers to: a loopback address answers to
+    127.0.0.1, localhost and ::1, another address to itself, every interface (0.0.0.0, ::) to any
+    name; ``extra`` (``--allowed-hosts``, comma-separated) adds names, and ``*`` allows any.
+
+    >>> sorted(allowed_hosts_for("127.0.0.1")), allowed_hosts_for("0.0.0.0")
+    (['127.0.0.1', '::1', 'localhost'], None)
+    >>> sorted(allowed_hosts_for("0.0.0.0", "api.example.com, 10.0.0.5"))
+    ['10.0.0.5', 'api.example.com']
+    """
+    names = {n.strip().lower().strip("[]").rstrip(".") for n in (extra or "").split(",") if n.strip()}
+    if "*" in names:
+        return None
+    host = host.strip("[]").lower()
+    if host in ("0.0.0.0", "::", ""):
+        return frozenset(names) if names else None
+    if host in LOOPBACK_NAMES or host.startswith("127."):
+        names |= LOOPBACK_NAMES
+    return frozenset(names | {host})
 
 
 class Match(BaseModel):
@@ -73,37 +97,47 @@ class Error(BaseModel):
     errors: list[dict] | None = None
 
 
-ERRORS = {code: {"model": Error} for code in (401, 403, 404, 409, 413, 422, 503)}
+ERRORS = {code: {"model": Error} for code in (401, 403, 404, 409, 410, 413, 422, 503, 507)}
+
+
+def _json_integer(value):
+    """A JSON integer (also written ``3.0``, as JSON Schema allows), never a boolean nor a string."""
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"must be an integer, got a {'boolean' if isinstance(value, bool) else 'string'}")
+    return value
 
 
 def request_models(limits: Limits):
     """The request bodies, with the server's limits in their schema (so the OpenAPI description
-    says them, and a request that breaks one gets 422 naming the field)."""
+    says them, and a request that breaks one gets 422 naming the field). Strict types: JSON's own
+    type for each field, never coerced (``"if_unique": "yes"``, ``"limit": true`` or ``"3"`` are 422)."""
 
     class Document(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
         id: StrictStr | None = Field(default=None, min_length=1, max_length=1024, description="The document's id.")
         text: StrictStr = Field(max_length=limits.max_text_chars, description="The document's text.")
 
     class NewDocument(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
         id: StrictStr = Field(min_length=1, max_length=1024, description="The document's id (unique in the index).")
         text: StrictStr = Field(max_length=limits.max_text_chars, description="The document's text.")
 
     class QueryRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
         documents: list[Document] = Field(
             min_length=1, max_length=limits.max_batch, description="Texts to look up (ids optional, echoed back)."
         )
         limit: int | None = Field(
-            default=None, ge=0, le=limits.max_limit, description="At most this many matches each."
+            default=None, ge=0, le=limits.max_limit, strict=False, description="At most this many matches each."
         )
         min_similarity: float | None = Field(
             default=None, ge=0.0, le=1.0, description="Default: the index's threshold."
         )
 
+        _limit_is_an_integer = field_validator("limit", mode="before")(_json_integer)
+
     class AddRequest(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", strict=True)
         documents: list[NewDocument] = Field(
             min_length=1, max_length=limits.max_batch, description="Documents to add, with their ids."
         )
@@ -134,6 +168,7 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await drain(receive, scope)
             return await too_large(self.max_bytes)(scope, receive, send)
         if length is not None or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
             return await self.app(scope, receive, send)
@@ -146,6 +181,8 @@ class BodyLimit:
                 break
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
+                if message.get("more_body", False):
+                    await drain(receive, scope)
                 return await too_large(self.max_bytes)(scope, receive, send)
             if not message.get("more_body", False):
                 break
@@ -183,15 +220,19 @@ def create_app(
     limits: Limits = DEFAULT_LIMITS,
     auth_reads: bool = False,
     hot: bool = True,
+    allowed_hosts: frozenset[str] | None = None,
 ) -> FastAPI:
     """The API over ``index``. ``token``: the bearer token writes need (None: writes refused).
-    ``hot``: answer the query and add requests on the fast path (:mod:`neardup.service.hot`)."""
+    ``hot``: answer the query and add requests on the fast path (:mod:`neardup.service.hot`).
+    ``allowed_hosts``: the names a request's ``Host`` header may give (lower case, without port;
+    None: any; :func:`allowed_hosts_for` gives the default of a listening address)."""
     QueryRequest, AddRequest = request_models(limits)
     app = ServiceApp(
         title="neardup",
         version=__version__,
         description="Near-duplicate lookup over a durable index: have we seen something like this before?",
     )
+    app.allowed_hosts = allowed_hosts
     if hot:
         app.hot = HotRoutes(index, token=token, limits=limits, auth_reads=auth_reads, models=(QueryRequest, AddRequest))
 
@@ -210,7 +251,9 @@ def create_app(
     async def validation_error(request: Request, exc: RequestValidationError):
         return JSONResponse(validation_answer(list(exc.errors())), status_code=422)
 
-    for kind in (IndexUnavailableError, IndexLockedError, Exception):
+    # the store's failures by the exception middleware (one line in the log); anything else by
+    # Starlette's server error middleware, which logs its trace
+    for kind in (NeardupError, OSError, Exception):
         app.add_exception_handler(kind, _answer)
 
     @app.post("/v1/query", response_model=QueryResponse, responses=ERRORS, dependencies=[Depends(check_read)])
@@ -224,7 +267,10 @@ def create_app(
         return run_add(index, body)
 
     @app.get(
-        "/v1/documents/{doc_id}", response_model=StoredDocument, responses=ERRORS, dependencies=[Depends(check_read)]
+        "/v1/documents/{doc_id:path}",
+        response_model=StoredDocument,
+        responses=ERRORS,
+        dependencies=[Depends(check_read)],
     )
     async def get(doc_id: str) -> dict:
         """A stored document (its text when the index keeps texts)."""
@@ -233,7 +279,7 @@ def create_app(
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return row
 
-    @app.delete("/v1/documents/{doc_id}", status_code=204, responses=ERRORS, dependencies=[Depends(check_token)])
+    @app.delete("/v1/documents/{doc_id:path}", status_code=204, responses=ERRORS, dependencies=[Depends(check_token)])
     def delete(doc_id: str) -> Response:
         """Remove a stored document."""
         try:
@@ -252,9 +298,10 @@ def create_app(
         """The process answers (``pid``: which server process, when several serve the index)."""
         return {"status": "ok", "pid": os.getpid()}
 
-    @app.get("/readyz")
+    @app.get("/readyz", responses=ERRORS)
     def readyz() -> dict:
-        """The index is open and answers."""
+        """The index is open, its store answers and its file is still there (else 503 or 410)."""
+        index.check_ready()
         return {"status": "ready", "documents": len(index)}
 
     return app

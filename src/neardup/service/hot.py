@@ -29,22 +29,70 @@ from starlette.concurrency import run_in_threadpool
 from ..index.durable import DurableIndex
 from .operations import Limits, error_answer, run_add, run_query, token_error, too_large_detail, validation_answer
 
-__all__ = ["HotRoutes", "ServiceApp"]
+__all__ = ["DRAIN_BYTES", "HotRoutes", "ServiceApp", "drain", "host_allowed"]
 
 _JSON = (b"content-type", b"application/json")
 
+DRAIN_BYTES = 1 << 30
+"""The most bytes of a refused body (over ``--max-body-bytes``) read and discarded before the 413
+is sent: a client that writes its whole body before it reads (Python's urllib, which also asks to
+close the connection) then reads the 413 rather than a connection reset. A body beyond this is
+answered at once and the connection closed; the body timeout bounds a slow one."""
+
+
+def host_allowed(allowed: frozenset[str] | None, headers) -> bool:
+    """Whether the request's ``Host`` header names one of ``allowed`` (None: any host; the port is
+    not compared; a request without the header is allowed: browsers always send it)."""
+    if allowed is None:
+        return True
+    for name, value in headers:
+        if name == b"host":
+            host = value.decode("latin-1").strip().lower()
+            if host.startswith("["):  # [::1]:8080
+                host = host[1 : host.find("]")] if "]" in host else host
+            elif host.count(":") == 1:
+                host = host.rpartition(":")[0]
+            return host.rstrip(".") in allowed
+    return True
+
+
+async def drain(receive, scope) -> None:
+    """Read and discard the rest of a refused request's body (at most :data:`DRAIN_BYTES`); not
+    when the client waits for ``100 Continue`` (it has sent no body and reads the answer first)."""
+    for name, value in scope["headers"]:
+        if name == b"expect" and value.lower() == b"100-continue":
+            return
+    seen = 0
+    while seen <= DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        seen += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
 
 class ServiceApp(FastAPI):
-    """FastAPI, with the requests :attr:`hot` takes answered before FastAPI's own layers."""
+    """FastAPI, with the requests :attr:`hot` takes answered before FastAPI's own layers, and
+    every request's ``Host`` header checked against :attr:`allowed_hosts` first (421 otherwise:
+    a page of another site, its name rebound to this address, cannot read through a browser)."""
 
     hot: HotRoutes | None = None
+    allowed_hosts: frozenset[str] | None = None
 
     async def __call__(self, scope, receive, send) -> None:
-        if self.hot is not None and scope["type"] == "http":
-            route = self.hot.route(scope["method"], scope["path"])
-            if route is not None:
-                await route(scope, receive, send)
+        if scope["type"] == "http":
+            if not host_allowed(self.allowed_hosts, scope["headers"]):
+                host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+                detail = f"Host header {host!r} is not a name this server answers to (serve --allowed-hosts)"
+                await drain(receive, scope)
+                await _send(send, 421, {"detail": detail}, {})
                 return
+            if self.hot is not None:
+                route = self.hot.route(scope["method"], scope["path"])
+                if route is not None:
+                    await route(scope, receive, send)
+                    return
         await super().__call__(scope, receive, send)
 
 
@@ -86,9 +134,10 @@ class HotRoutes:
                 elif name == b"authorization":
                     authorization = value
             if length is not None and (not length.isdigit() or int(length) > self._max):
+                await drain(receive, scope)
                 status, answer, headers = self._too_large()
             else:
-                body = await self._body(receive)
+                body = await self._body(receive, scope)
                 if body is None:
                     status, answer, headers = self._too_large()
                 else:
@@ -114,9 +163,9 @@ class HotRoutes:
             return 200, await run_in_threadpool(operation, self._index, request), {}
         return 200, operation(self._index, request), {}
 
-    async def _body(self, receive) -> bytes | None:
+    async def _body(self, receive, scope) -> bytes | None:
         """The request's body, or None once it passes the limit (a chunked body is counted as it
-        arrives)."""
+        arrives; the rest of it is then read and discarded, :func:`drain`)."""
         parts, seen = [], 0
         while True:
             message = await receive()
@@ -125,6 +174,8 @@ class HotRoutes:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self._max:
+                if message.get("more_body", False):
+                    await drain(receive, scope)
                 return None
             parts.append(chunk)
             if not message.get("more_body", False):

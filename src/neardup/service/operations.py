@@ -11,9 +11,19 @@ from typing import Any
 
 from fastapi import HTTPException
 
-from ..index.durable import DurableIndex, IndexLockedError, IndexUnavailableError
+from ..index.durable import (
+    DurableIndex,
+    IndexCorruptError,
+    IndexFullError,
+    IndexGoneError,
+    IndexLockedError,
+    IndexReadOnlyError,
+    IndexUnavailableError,
+    IndexWriteError,
+)
 
 __all__ = [
+    "STORE_ANSWERS",
     "Limits",
     "error_answer",
     "run_add",
@@ -52,7 +62,9 @@ def token_error(token: str | None, authorization: str) -> HTTPException | None:
     if token is None:
         return HTTPException(403, "writes are disabled: start the server with NEARDUP_TOKEN or --token-file")
     scheme, _, value = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.encode(), token.encode()):
+    # the header's bytes (decoded as Latin-1 by the server) against the token's UTF-8 bytes
+    given = value.encode("latin-1", "replace")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given, token.encode("utf-8")):
         return HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
     return None
 
@@ -72,17 +84,46 @@ def validation_answer(errors: list[dict]) -> dict:
     return {"detail": f"{first['field']}: {first['message']}", "errors": out}
 
 
+STORE_ANSWERS: tuple[tuple[type[Exception], int, str], ...] = (
+    (
+        IndexGoneError,
+        410,
+        "the index was removed from under the server (its file deleted or replaced, or its keys deleted "
+        "from Redis); writes are refused so that none is lost",
+    ),
+    (IndexFullError, 507, "no room to store it: the index's disk or Redis memory is full; nothing of it was stored"),
+    (
+        IndexReadOnlyError,
+        503,
+        "the index cannot be written now (read-only file system, immutable file or refused permission); "
+        "nothing of it was stored",
+    ),
+    (IndexWriteError, 503, "the index could not store it (a write error); nothing of it was stored"),
+    (IndexUnavailableError, 503, "the index's store is unavailable; try again later"),
+    (IndexLockedError, 503, "the index is busy with other writers; try again"),
+    (IndexCorruptError, 500, "the index is damaged; the server's log says where (run `neardup index check`)"),
+)
+"""The answers to the store's expected failures, first match: the class, the status and the
+one-line reason in the body (the log has the store's own message, naming the file or URL)."""
+
+
 def error_answer(exc: Exception, method: str, path: str) -> tuple[int, dict, dict[str, str]]:
     """Status, body and headers answering an exception raised while serving ``method path``
-    (logged unless it is the client's fault; never a stack trace to the client)."""
+    (logged unless it is the client's fault: a store's failure as one line, anything else with its
+    stack trace; never a stack trace to the client)."""
     if isinstance(exc, HTTPException):
         return exc.status_code, {"detail": exc.detail}, dict(exc.headers or {})
-    if isinstance(exc, IndexUnavailableError):
-        log.error("answering %s %s: %s", method, path, exc)
-        return 503, {"detail": "the index's store is unavailable; try again later"}, {}
-    if isinstance(exc, IndexLockedError):
-        log.warning("answering %s %s: %s", method, path, exc)
-        return 503, {"detail": "the index is busy with other writers; try again"}, {}
+    for kind, status, detail in STORE_ANSWERS:
+        if isinstance(exc, kind):
+            log.log(
+                logging.WARNING if kind is IndexLockedError else logging.ERROR,
+                "answering %s %s with %d: %s",
+                method,
+                path,
+                status,
+                exc,
+            )
+            return status, {"detail": detail}, {"Retry-After": "1"} if status == 503 else {}
     log.error("error answering %s %s", method, path, exc_info=exc)
     return 500, {"detail": "internal error"}, {}
 

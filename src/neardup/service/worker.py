@@ -22,9 +22,14 @@ __all__ = ["SETTINGS_ENV", "app_from_env", "settings_json"]
 SETTINGS_ENV = "NEARDUP_SERVE_SETTINGS"
 
 
-def settings_json(path: str, token: str | None, limits: Limits, auth_reads: bool) -> str:
+def settings_json(
+    path: str, token: str | None, limits: Limits, auth_reads: bool, allowed_hosts: frozenset[str] | None = None
+) -> str:
     """The settings of the workers, as :func:`app_from_env` reads them."""
-    return json.dumps({"path": path, "token": token, "limits": asdict(limits), "auth_reads": auth_reads})
+    hosts = None if allowed_hosts is None else sorted(allowed_hosts)
+    return json.dumps(
+        {"path": path, "token": token, "limits": asdict(limits), "auth_reads": auth_reads, "allowed_hosts": hosts}
+    )
 
 
 def app_from_env() -> FastAPI:
@@ -34,8 +39,13 @@ def app_from_env() -> FastAPI:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: start the workers with `neardup serve --workers N`")
     settings = json.loads(raw)
     index = DurableIndex.open(settings["path"], "a")
+    hosts = settings.get("allowed_hosts")
     app = create_app(
-        index, token=settings["token"], limits=Limits(**settings["limits"]), auth_reads=settings["auth_reads"]
+        index,
+        token=settings["token"],
+        limits=Limits(**settings["limits"]),
+        auth_reads=settings["auth_reads"],
+        allowed_hosts=None if hosts is None else frozenset(hosts),
     )
     freeze_heap()
     return app
