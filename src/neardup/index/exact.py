@@ -20,7 +20,7 @@ from ..methods.exact.config import ExactConfig
 from ..methods.exact.keys import nonempty
 from ..methods.exact.scheme import ExactScheme
 from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
-from .growth import zeros
+from .growth import copy, zeros
 from .keys import RowKeys
 from .runs import SortedRuns
 
@@ -109,7 +109,7 @@ class ExactIndex(OneOrMany):
         n_new = first + len(keys)
         if n_new > self._words.shape[0]:
             grown = zeros((max(n_new, self._words.shape[0] * 3 // 2, 256), 2), np.uint64)  # spilled past the budget
-            grown[:first] = self._words[:first]
+            copy(grown[:first], self._words[:first])
             self._words = grown
         self._words[first:n_new] = words
         rows = (np.flatnonzero(indexed) + first).astype(np.uint32)

@@ -22,7 +22,9 @@ import numpy as np
 
 from ..core.budget import current_spill
 
-__all__ = ["concatenate", "relieve", "reliever", "zeros"]
+__all__ = ["concatenate", "copy", "relieve", "reliever", "zeros"]
+
+_SLICE = 1 << 24  # bytes copied between two reliefs of the budget
 
 
 def zeros(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -44,6 +46,20 @@ def concatenate(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
         out[at : at + p.shape[0]] = p
         at += p.shape[0]
     return out
+
+
+def copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src``; under a budget, a slice of rows (first axis) of about ``_SLICE`` bytes
+    at a time with the budget relieved after each, so that growing an array in a spill file does
+    not make the old and the new one resident whole."""
+    spill = current_spill()
+    if spill is None or src.nbytes <= _SLICE:
+        dst[...] = src
+        return
+    step = max(1, _SLICE // max(src[:1].nbytes, 1))
+    for lo in range(0, src.shape[0], step):
+        dst[lo : lo + step] = src[lo : lo + step]
+        spill.relieve()
 
 
 def reliever() -> Callable[[], None]:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .growth import zeros
+from .growth import copy, zeros
 
 __all__ = ["IdTable"]
 
@@ -138,7 +138,7 @@ class IdTable:
             back = self._backing.get(name)
             if back is None or back.shape[0] < n + m:
                 back = zeros(max(n + m, n + n // 2, 1024), now.dtype)
-                back[:n] = now
+                copy(back[:n], now)
                 self._backing[name] = back
             back[n : n + m] = more
             setattr(self, name, back[: n + m])

@@ -27,7 +27,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .growth import zeros
+from .growth import copy, zeros
 
 __all__ = ["MAX_ROWS", "REMOVED", "RowKeys"]
 
@@ -128,11 +128,11 @@ class RowKeys:
         if n_new > self.alive.shape[0]:
             capacity = max(n_new, self.alive.shape[0] + self.alive.shape[0] // 2, 256)
             alive = zeros(capacity, np.bool_)
-            alive[:first] = self.alive[:first]
+            copy(alive[:first], self.alive[:first])
             self.alive = alive
         if values is not None and self.values.shape[0] < self.alive.shape[0]:
             grown = zeros(self.alive.shape[0], np.int64)
-            grown[:first] = self.values[:first]
+            copy(grown[:first], self.values[:first])
             self.values = grown
         self.alive[first:n_new] = True
         if values is not None:

@@ -34,7 +34,7 @@ from ..methods.minhash.config import DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NU
 from ..methods.minhash.lsh import DEFAULT_FN_WEIGHT, DEFAULT_FP_WEIGHT, LSHParams, params_for
 from ..methods.minhash.scheme import MinHashScheme, Signatures
 from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
-from .growth import zeros
+from .growth import copy, zeros
 from .keys import RowKeys
 from .runs import PARALLEL_ROWS, SortedRuns, run_each
 
@@ -405,7 +405,7 @@ class LSHIndex(OneOrMany):
         if n_new > self._sigs.shape[0]:
             capacity = max(n_new, self._sigs.shape[0] + self._sigs.shape[0] // 2, 256)
             sigs = zeros((capacity, self._num_perm), np.uint32)  # a spill file past the budget
-            sigs[:first] = self._sigs[:first]
+            copy(sigs[:first], self._sigs[:first])
             self._sigs = sigs
         self._sigs[first:n_new] = values
 

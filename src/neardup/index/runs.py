@@ -32,7 +32,7 @@ from .._kernels.runs import compact_runs, fill_directory
 from .._kernels.sorting import merge_runs, radix_sort_with
 from ..core.parallel import MAX_WORKERS, Threads
 from ..core.validation import ParameterError, check_int
-from .growth import reliever, zeros
+from .growth import copy, reliever, zeros
 
 __all__ = ["PARALLEL_ROWS", "SortedRuns", "run_each"]
 
@@ -146,7 +146,7 @@ class SortedRuns:
         for name in ("keys", "ids"):
             old = getattr(self, name)
             new = zeros((old.shape[0], capacity), old.dtype)
-            new[:, : self.size] = old[:, : self.size]
+            copy(new[:, : self.size], old[:, : self.size])
             del old
             setattr(self, name, new)
 
@@ -182,7 +182,7 @@ class SortedRuns:
         end = start + (1 << bits) + 1
         if end > self.dirs.shape[1]:
             dirs = zeros((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
-            dirs[:, :start] = self.dirs[:, :start]
+            copy(dirs[:, :start], self.dirs[:, :start])
             self.dirs = dirs
 
         relieve = reliever()
