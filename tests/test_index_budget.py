@@ -15,6 +15,7 @@ import pytest
 
 import neardup
 from neardup.core.budget import Spill, using
+from neardup.index import growth
 from neardup.index.durable import DurableIndex
 from neardup.methods.exact.config import ExactConfig
 from neardup.methods.minhash.config import MinHashConfig
@@ -61,7 +62,8 @@ def answers(path, queries):
 
 
 @pytest.mark.parametrize("method", sorted(CONFIGS))
-def test_an_index_grown_past_a_tiny_budget_answers_as_one_grown_in_memory(tmp_path, method):
+def test_an_index_grown_past_a_tiny_budget_answers_as_one_grown_in_memory(tmp_path, method, monkeypatch):
+    monkeypatch.setattr(growth, "_SLICE", 1000)  # grown arrays copied in many slices
     docs = near_dup_corpus(3000, 7)
     spill = Spill(limit=16_000, tmp_dir=tmp_path, work=4096, cap=0)
     build(tmp_path / "memory.ndx", CONFIGS[method](), docs)
@@ -114,3 +116,14 @@ def test_index_add_refuses_a_memory_size_that_is_not_one(tmp_path):
     run("index", "create", ix, "--method", "minhash")
     res = run("index", "add", ix, tmp_path / "none.jsonl", "--memory", "lots", code=2)
     assert "not a size" in res.output
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (5000,), (300, 7), (3, 2000)])
+def test_a_copy_under_a_budget_is_a_copy_in_slices(tmp_path, shape, monkeypatch):
+    monkeypatch.setattr(growth, "_SLICE", 256)
+    src = np.random.default_rng(0).integers(0, 2**63, size=shape, dtype=np.uint64)
+    with using(Spill(limit=0, tmp_dir=tmp_path, work=4096, cap=0)):
+        dst = growth.zeros(shape, np.uint64)
+        assert not dst.flags.owndata or dst.size == 0  # a spill file (an empty array stays in memory)
+        growth.copy(dst, src)
+    assert np.array_equal(dst, src)
