@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.budget import current_spill
 
-__all__ = ["concatenate", "copy", "relieve", "reliever", "zeros"]
+__all__ = ["copy", "relieve", "reliever", "zeros"]
 
 _SLICE = 1 << 24  # bytes copied between two reliefs of the budget
 
@@ -35,16 +35,6 @@ def zeros(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
     out = spill.array(shape, dtype)
     if out.flags.owndata:  # in memory: uninitialised (a spill file reads as zeros)
         out.fill(0)
-    return out
-
-
-def concatenate(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    """``np.concatenate`` of 1-D arrays into an array of :func:`zeros`."""
-    out = zeros(sum(p.shape[0] for p in parts), dtype)
-    at = 0
-    for p in parts:
-        out[at : at + p.shape[0]] = p
-        at += p.shape[0]
     return out
 
 
