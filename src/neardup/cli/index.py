@@ -20,6 +20,7 @@ from ..io import ReadStats, output_format, read_documents, write_table
 from ..io.paths import INPUT_FORMATS
 from ..io.policy import empty_id
 from .common import EXIT_DATA_ERROR, SETTINGS, emit_json, empty_id_records
+from .engine_options import add_memory_options
 from .options import MethodCommand, add_method_options, build_config, reject_foreign_options
 
 INDEX_METHODS = ("minhash", "simhash", "exact")
@@ -128,12 +129,27 @@ def _batches(inputs, stats, text_field, id_field, input_format, html, on_error, 
 @_read_options
 @click.option("--replace", is_flag=True, help="An id already in the index is replaced (else it is an error).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary.")
-def add_cmd(path, inputs, text_field, id_field, input_format, html, on_error, batch_size, replace, quiet):
+@add_memory_options
+def add_cmd(
+    path, inputs, text_field, id_field, input_format, html, on_error, batch_size, replace, quiet, memory, tmp_dir
+):
     """Add the documents of INPUTS (the formats of `dedup`) to the index at PATH.
 
     Each batch of --batch-size documents is one transaction: when the command fails, the batches
     before the failure are in the index (the message says how many documents) and the rest is not.
+    The in-memory lookup grows in memory up to --memory, and in unnamed files under --tmp-dir past
+    it (the index answers the same).
     """
+    from ..core.budget import using
+    from ..engine.local import LocalEngine
+
+    with index_errors():
+        spill = LocalEngine(memory=memory, tmp_dir=tmp_dir).budget()
+    with using(spill):
+        _add(path, inputs, text_field, id_field, input_format, html, on_error, batch_size, replace, quiet)
+
+
+def _add(path, inputs, text_field, id_field, input_format, html, on_error, batch_size, replace, quiet):
     stats = ReadStats()
     added = empty = 0
     before = lambda: f"{added:,} documents were added before the error" if added else None

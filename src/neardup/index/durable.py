@@ -63,7 +63,9 @@ from ..methods.base import MethodConfig
 from ..methods.registry import config_from_dict, config_to_dict
 from . import index_for
 from . import snapshot as snapshots
+from .growth import relieve
 from .idtable import IdTable
+from .keys import RowKeys
 from .store import (
     IndexCorruptError,
     IndexFullError,
@@ -386,7 +388,7 @@ class DurableIndex:
                 raise PermissionError(f"{self.path}: open the index with mode='a' to write its snapshot")
             if self._snapshot_file is None:
                 return 0
-            live = np.sort(np.fromiter(self._memory, dtype=np.int64, count=len(self._memory)))
+            live = _live_seqs(self._memory)
             self._names = self._names.live(live)
             payload = {"method": self._config.name, "memory": self._memory, "names": self._names}
             covered = snapshots.Covered(self._uid, self._epoch, self._last, self._tomb)
@@ -723,6 +725,7 @@ class DurableIndex:
             self._names.add(seqs, ids)
         self._last = max(self._last, seqs[-1])
         self._changes += len(seqs)
+        relieve()  # past a memory budget: the pages of the spill files this add touched
 
     def _forget(self, seqs: list[int]) -> None:
         """Rows removed from the store leave the in-memory lookup."""
@@ -776,6 +779,16 @@ class _SketchStream:
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sketch and empty flag, once the chunks were consumed."""
         return np.concatenate([v for v, _ in self._parts]), np.concatenate([e for _, e in self._parts])
+
+
+def _live_seqs(memory: Any) -> np.ndarray:
+    """The sequence numbers the lookup holds, ascending (int64): read from its row keys' sorted
+    prefix when every row is in it (no Python int per row), else gathered and sorted."""
+    rows = getattr(memory, "_rows", None)
+    if isinstance(rows, RowKeys) and rows.keys is None and rows.base == rows.n:
+        n = rows.n
+        return rows.values[:n][rows.alive[:n]]  # strictly increasing over the live rows
+    return np.sort(np.fromiter(memory, dtype=np.int64, count=len(memory)))
 
 
 def _check_docs(ids: Sequence[str] | None, texts: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -20,6 +20,7 @@ from ..methods.exact.config import ExactConfig
 from ..methods.exact.keys import nonempty
 from ..methods.exact.scheme import ExactScheme
 from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
+from .growth import copy, zeros
 from .keys import RowKeys
 from .runs import SortedRuns
 
@@ -107,8 +108,8 @@ class ExactIndex(OneOrMany):
         first = self._rows.append(keys)
         n_new = first + len(keys)
         if n_new > self._words.shape[0]:
-            grown = np.zeros((max(n_new, self._words.shape[0] * 3 // 2, 256), 2), dtype=np.uint64)
-            grown[:first] = self._words[:first]
+            grown = zeros((max(n_new, self._words.shape[0] * 3 // 2, 256), 2), np.uint64)  # spilled past the budget
+            copy(grown[:first], self._words[:first])
             self._words = grown
         self._words[first:n_new] = words
         rows = (np.flatnonzero(indexed) + first).astype(np.uint32)

@@ -32,6 +32,7 @@ from ..methods.simhash.config import DEFAULT_BITS, DEFAULT_MAX_DISTANCE, SimHash
 from ..methods.simhash.scheme import Fingerprints, SimHashScheme
 from ..methods.simhash.search import BlockPlan, all_pairs, block_plan, choose_blocks
 from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
+from .growth import copy, zeros
 from .keys import RowKeys
 from .runs import PARALLEL_ROWS, SortedRuns, run_each
 
@@ -312,9 +313,9 @@ class HammingIndex(OneOrMany):
         n_new = first + words.shape[0]
         if n_new > self._fps.shape[0]:
             cap = max(n_new, self._fps.shape[0] * 3 // 2, 256)
-            fps = np.zeros((cap, self._fps.shape[1]), dtype=np.uint64)
-            fps[:first] = self._fps[:first]
-            mask = np.zeros(cap, dtype=np.bool_)
+            fps = zeros((cap, self._fps.shape[1]), np.uint64)  # spill files past the budget
+            copy(fps[:first], self._fps[:first])
+            mask = zeros(cap, np.bool_)
             mask[:first] = self._indexed[:first]
             self._fps, self._indexed = fps, mask
         self._fps[first:n_new] = words

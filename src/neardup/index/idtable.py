@@ -4,7 +4,9 @@ The durable index keys its in-memory lookup by each row's SQLite sequence number
 sequence numbers a query finds into ids here. A dict of a million ids costs over 100 MB and a
 second to build; :class:`IdTable` keeps them as one UTF-8 byte array with offsets, in ascending
 sequence order (binary search), and only the most recent rows in a small dict that is folded
-into the arrays when it grows. The arrays pickle as arrays, so a lookup snapshot
+into the arrays when it reaches ``_FOLD_MIN`` rows. The arrays are views of larger ones that
+grow by half (:func:`neardup.index.growth.zeros`: spill files past a memory budget), so a fold
+copies only the rows it adds. The arrays pickle as arrays, so a lookup snapshot
 (:mod:`neardup.index.snapshot`) maps them from disk untouched.
 
 Ids of removed rows may stay (they are never asked for: the lookup returns live rows only) and
@@ -16,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+
+from .growth import copy, zeros
 
 __all__ = ["IdTable"]
 
@@ -31,6 +35,16 @@ class IdTable:
         self.offsets = np.zeros(1, dtype=np.int64) if offsets is None else offsets
         self.data = np.zeros(0, dtype=np.uint8) if data is None else data
         self.recent: dict[int, str] = {}
+        self._backing: dict[str, np.ndarray] = {}  # name -> the array that ``name`` is the start of
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_backing", None)  # (the arrays' spare room is not saved)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._backing = {}
 
     def __getitem__(self, seq: int) -> str:
         doc_id = self.recent.get(seq)
@@ -66,7 +80,7 @@ class IdTable:
     def add(self, seqs: list[int], ids: list[str]) -> None:
         """Rows with sequence numbers above every one held."""
         self.recent.update(zip(seqs, ids))
-        if len(self.recent) >= max(_FOLD_MIN, self.seqs.shape[0] // 4):
+        if len(self.recent) >= _FOLD_MIN:
             self._fold()
 
     def extend(self, seqs: list[int], encoded: list[bytes]) -> None:
@@ -76,9 +90,7 @@ class IdTable:
         offsets = np.empty(lengths.shape[0], dtype=np.int64)
         np.cumsum(lengths, out=offsets)
         offsets += self.offsets[-1]
-        self.seqs = np.concatenate([self.seqs, np.array(seqs, dtype=np.int64)])
-        self.offsets = np.concatenate([self.offsets, offsets])
-        self.data = np.concatenate([self.data, np.frombuffer(b"".join(encoded), dtype=np.uint8)])
+        self._append(np.array(seqs, dtype=np.int64), offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8))
 
     def discard(self, seqs: Iterable[int]) -> None:
         """Rows removed (their ids may stay in the arrays until :meth:`live`)."""
@@ -88,6 +100,8 @@ class IdTable:
     def live(self, seqs: np.ndarray) -> IdTable:
         """A table of the rows ``seqs`` (ascending int64) only, all in arrays."""
         self._fold()
+        if np.array_equal(self.seqs, seqs):
+            return self  # every row held is live (nothing was removed): the arrays as they are
         pos = np.searchsorted(self.seqs, seqs)
         if seqs.shape[0] and (pos.max() >= self.seqs.shape[0] or not np.array_equal(self.seqs[pos], seqs)):
             raise KeyError("a live row has no id")
@@ -113,7 +127,18 @@ class IdTable:
         offsets = np.empty(lengths.shape[0], dtype=np.int64)
         np.cumsum(lengths, out=offsets)
         offsets += self.offsets[-1]
-        self.seqs = np.concatenate([self.seqs, seqs])
-        self.offsets = np.concatenate([self.offsets, offsets])
-        self.data = np.concatenate([self.data, np.frombuffer(b"".join(encoded), dtype=np.uint8)])
+        self._append(seqs, offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8))
         self.recent = {}
+
+    def _append(self, seqs: np.ndarray, offsets: np.ndarray, data: np.ndarray) -> None:
+        """Rows after every one in the arrays: their seqs, the offsets of their ends, their bytes."""
+        for name, more in (("seqs", seqs), ("offsets", offsets), ("data", data)):
+            now = getattr(self, name)
+            n, m = now.shape[0], more.shape[0]
+            back = self._backing.get(name)
+            if back is None or back.shape[0] < n + m:
+                back = zeros(max(n + m, n + n // 2, 1024), now.dtype)
+                copy(back[:n], now)
+                self._backing[name] = back
+            back[n : n + m] = more
+            setattr(self, name, back[: n + m])

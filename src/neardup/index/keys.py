@@ -27,6 +27,8 @@ from numbers import Integral
 
 import numpy as np
 
+from .growth import copy, zeros
+
 __all__ = ["MAX_ROWS", "REMOVED", "RowKeys"]
 
 MAX_ROWS = 2**32 - 2
@@ -125,12 +127,12 @@ class RowKeys:
         values = self._int_values(keys)
         if n_new > self.alive.shape[0]:
             capacity = max(n_new, self.alive.shape[0] + self.alive.shape[0] // 2, 256)
-            alive = np.zeros(capacity, dtype=np.bool_)
-            alive[:first] = self.alive[:first]
+            alive = zeros(capacity, np.bool_)
+            copy(alive[:first], self.alive[:first])
             self.alive = alive
         if values is not None and self.values.shape[0] < self.alive.shape[0]:
-            grown = np.zeros(self.alive.shape[0], dtype=np.int64)
-            grown[:first] = self.values[:first]
+            grown = zeros(self.alive.shape[0], np.int64)
+            copy(grown[:first], self.values[:first])
             self.values = grown
         self.alive[first:n_new] = True
         if values is not None:

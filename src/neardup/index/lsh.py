@@ -34,6 +34,7 @@ from ..methods.minhash.config import DEFAULT_NUM_PERM, DEFAULT_THRESHOLD, MAX_NU
 from ..methods.minhash.lsh import DEFAULT_FN_WEIGHT, DEFAULT_FP_WEIGHT, LSHParams, params_for
 from ..methods.minhash.scheme import MinHashScheme, Signatures
 from .base import Match, OneOrMany, check_empty, check_limit, check_similarity
+from .growth import copy, zeros
 from .keys import RowKeys
 from .runs import PARALLEL_ROWS, SortedRuns, run_each
 
@@ -403,8 +404,8 @@ class LSHIndex(OneOrMany):
         n_new = first + values.shape[0]
         if n_new > self._sigs.shape[0]:
             capacity = max(n_new, self._sigs.shape[0] + self._sigs.shape[0] // 2, 256)
-            sigs = np.zeros((capacity, self._num_perm), dtype=np.uint32)
-            sigs[:first] = self._sigs[:first]
+            sigs = zeros((capacity, self._num_perm), np.uint32)  # a spill file past the budget
+            copy(sigs[:first], self._sigs[:first])
             self._sigs = sigs
         self._sigs[first:n_new] = values
 

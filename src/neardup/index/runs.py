@@ -32,6 +32,7 @@ from .._kernels.runs import compact_runs, fill_directory
 from .._kernels.sorting import merge_runs, radix_sort_with
 from ..core.parallel import MAX_WORKERS, Threads
 from ..core.validation import ParameterError, check_int
+from .growth import copy, reliever, zeros
 
 __all__ = ["PARALLEL_ROWS", "SortedRuns", "run_each"]
 
@@ -144,8 +145,9 @@ class SortedRuns:
         capacity = max(needed, capacity + capacity // 2, 1024)
         for name in ("keys", "ids"):
             old = getattr(self, name)
-            new = np.zeros((old.shape[0], capacity), dtype=old.dtype)
-            new[:, : self.size] = old[:, : self.size]
+            new = zeros((old.shape[0], capacity), old.dtype)
+            copy(new[:, : self.size], old[:, : self.size])
+            del old
             setattr(self, name, new)
 
     def _merge_tail(self) -> None:
@@ -160,8 +162,12 @@ class SortedRuns:
         workers = min(self._workers_for(hi - lo), self.tables)
         step = -(-self.tables // workers)
 
+        relieve = reliever()
+
         def merge(a: int) -> None:  # tables a .. a + step - 1 (each merged on its own)
-            merge_runs(self.keys[a : a + step], self.ids[a : a + step], lo, mid, hi)
+            for j in range(a, min(a + step, self.tables)):  # a table at a time: its pages relieved after it
+                merge_runs(self.keys[j : j + 1], self.ids[j : j + 1], lo, mid, hi)
+                relieve()
 
         run_each(merge, range(0, self.tables, step), workers)
         self.bounds = np.delete(self.bounds, -2)
@@ -175,12 +181,15 @@ class SortedRuns:
         start = 0 if last == 0 else int(runs[-1, 2]) + (1 << (64 - int(runs[-1, 3]))) + 1
         end = start + (1 << bits) + 1
         if end > self.dirs.shape[1]:
-            dirs = np.zeros((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
-            dirs[:, :start] = self.dirs[:, :start]
+            dirs = zeros((self.tables, max(end, self.dirs.shape[1] + self.dirs.shape[1] // 2)), np.uint32)
+            copy(dirs[:, :start], self.dirs[:, :start])
             self.dirs = dirs
+
+        relieve = reliever()
 
         def fill(j: int) -> None:
             fill_directory(self.keys[j, lo:hi], 64 - bits, self.dirs[j, start:end])
+            relieve()
 
         run_each(fill, range(self.tables), self._workers_for(hi - lo))
         self.runs = np.vstack([runs, np.array([[lo, hi, start, 64 - bits]], dtype=np.int64)])

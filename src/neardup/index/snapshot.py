@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from .growth import reliever
+
 __all__ = ["Covered", "SnapshotInvalid", "load", "remove", "snapshot_path", "verify", "write"]
 
 MAGIC = b"NDXLKUP1"
@@ -62,6 +64,7 @@ _PREFIX = struct.Struct("<8sQQI")
 _ALIGN = 4096
 _INLINE_BYTES = 4096  # arrays smaller than this stay inside the pickle
 _BLOCK = 1 << 16  # zero blocks of this size are skipped when writing (holes)
+_RELIEVE = 1 << 24  # bytes written between two reliefs of the memory budget
 
 
 class SnapshotInvalid(Exception):
@@ -102,7 +105,7 @@ def write(path: str, payload: Any, covered: Covered) -> int:
                     "offset": offset,
                     "dtype": arr.dtype.str,
                     "shape": list(arr.shape),
-                    "crc": zlib.crc32(raw),
+                    "crc": _crc(raw),
                 }
             )
             _write_sparse(fd, raw, offset)
@@ -253,6 +256,17 @@ def _read_header(path: str) -> tuple[dict, int, int]:
     return header, fd, size
 
 
+def _crc(raw: np.ndarray) -> int:
+    """``zlib.crc32(raw)``, read in slices of ``_RELIEVE`` bytes with the memory budget relieved
+    between them (an array in a spill file is not made resident whole)."""
+    relieve = reliever()
+    crc = 0
+    for lo in range(0, raw.nbytes, _RELIEVE):
+        crc = zlib.crc32(raw[lo : lo + _RELIEVE], crc)
+        relieve()
+    return crc
+
+
 def _aligned(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
 
@@ -260,7 +274,10 @@ def _aligned(n: int) -> int:
 def _write_sparse(fd: int, raw: np.ndarray, offset: int) -> None:
     """Write the bytes ``raw`` at ``offset``, skipping all-zero blocks (they read back as zeros)."""
     n = raw.nbytes
+    relieve = reliever()
     for lo in range(0, n, _BLOCK):
+        if lo % _RELIEVE == 0:
+            relieve()  # an array in a spill file (past a memory budget): the pages read so far
         block = raw[lo : lo + _BLOCK]
         if block.any():
             view = memoryview(block)
