@@ -41,7 +41,8 @@ MEMORY = _Size()
 
 
 def add_memory_options(command: Callable) -> Callable:
-    """Decorate a click command with ``--memory`` and ``--tmp-dir`` (the local engine's budget)."""
+    """Decorate a click command with ``--memory`` and ``--tmp-dir`` (the job's budget; with
+    ``--engine dask`` split between the driver and the workers: :func:`chosen_engine`)."""
     options = [
         option(
             "--memory",

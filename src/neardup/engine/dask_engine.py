@@ -427,6 +427,25 @@ def _joined(pieces: list[np.ndarray], n: int, dtype: Any) -> np.ndarray:
     return out
 
 
+_ADMIT_STRETCH = 512
+"""Keys admitted between two releases of the spilled pre-pass table's pages: each key reads a
+random slot, and each read maps 64 KB of the file around it (Linux fault-around), so a whole
+partition's keys (18,000 a 32 MB partition) would map the whole table."""
+
+
+def _admitted(admission: ExactPrepass, keys: np.ndarray) -> np.ndarray:
+    """``admission.admit(keys)``; past the budget, ``_ADMIT_STRETCH`` keys at a time with the spill
+    files' pages released between (the same answer: admission goes in input order)."""
+    spill = current_spill()
+    if spill is None or not spill.spilled or len(keys) <= _ADMIT_STRETCH:
+        return admission.admit(keys)
+    out = np.empty(len(keys), dtype=bool)
+    for lo in range(0, len(keys), _ADMIT_STRETCH):
+        out[lo : lo + _ADMIT_STRETCH] = admission.admit(keys[lo : lo + _ADMIT_STRETCH])
+        spill.relieve()
+    return out
+
+
 def _no_components(want_pairs: bool) -> dict[str, Any]:
     """What the candidate stage gives for a job without documents."""
     out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
@@ -859,7 +878,7 @@ class DaskEngine(LocalEngine):
             job.part_docs.append(len(ids))
             chosen = None
             if admission is not None:  # a partition without documents has no keys to admit
-                chosen = admission.admit(keys) if ids else np.zeros(0, dtype=bool)
+                chosen = _admitted(admission, keys) if ids else np.zeros(0, dtype=bool)
             self.scan_bytes["to workers"] += _nbytes(chosen)
             m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
             args = (stage, config, inputs, held, chosen, doc_start, sub_start)
