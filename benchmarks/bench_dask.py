@@ -75,6 +75,7 @@ def one(
     worker_state: bool = True,
     verify: str | None = None,
     memory: str | None = None,
+    driver_memory: str | None = None,
 ) -> dict:
     """Run one job in this process; return its measurements."""
     import numpy as np
@@ -89,6 +90,10 @@ def one(
         from neardup.engine.dask_engine import DaskEngine, local_client, split_memory
 
         driver, limit = (None, None) if memory is None else split_memory(memory, workers)
+        if driver_memory is not None:
+            from neardup.core.budget import parse_size
+
+            driver = parse_size(driver_memory)
         out["budget_mb"] = {"driver": driver and driver / 1e6, "worker": limit and limit / 1e6}
         t0 = time.perf_counter()
         client = local_client(workers, memory_limit=limit, spill_only=memory is not None)
@@ -137,6 +142,7 @@ def run_child(engine: str, corpus: Path, args) -> dict:
     cmd += ["--driver-state"] if args.driver_state else []
     cmd += ["--verify", args.verify] if args.verify else []
     cmd += ["--memory", args.memory] if args.memory else []
+    cmd += ["--driver-memory", args.driver_memory] if args.driver_memory else []
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise SystemExit(f"{engine} run failed:\n{r.stderr[-4000:]}")
@@ -159,6 +165,8 @@ def main() -> None:
         "--verify", default=None, help="the method's verify setting (exact, edit, signature; default: its own)"
     )
     ap.add_argument("--memory", default=None, help="the job's budget (2GB), as neardup dedup --memory gives it")
+    ap.add_argument("--driver-memory", default=None, help="dask: the driver's budget instead of --memory's eighth")
+    ap.add_argument("--no-warm-up", action="store_true", help="skip the untimed local run before each size")
     ap.add_argument("--one", choices=["local", "dask"], help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -172,6 +180,7 @@ def main() -> None:
             not args.driver_state,
             args.verify,
             args.memory,
+            args.driver_memory,
         )
         print(json.dumps(found))
         return
@@ -200,7 +209,8 @@ def bench_size(docs: int, args) -> tuple[dict, dict]:
     """The runs at one corpus size (printed); returns the last local and dask runs."""
     corpus, _ = run_dedup.ensure_corpus(docs, 1, 0.2)
     run_dedup.warm_page_cache(corpus)
-    run_child("local", corpus, args)  # warm-up: numba's compile cache
+    if not args.no_warm_up:
+        run_child("local", corpus, args)  # warm-up: numba's compile cache
     load_before = os.getloadavg()
     runs: dict[str, list[dict]] = {"local": [], "dask": []}
     for _ in range(args.repeat):
