@@ -318,8 +318,6 @@ def dedup_cmd(
         *([("html", "--main-content")] if main_content and not main_content_heuristic else []),
         *([("dask", "--engine dask")] if engine == "dask" else []),
     )
-    if engine != "local" and (memory is not None or tmp_dir is not None):
-        raise click.UsageError("--memory and --tmp-dir are the local engine's budget; Dask's workers keep to Dask's")
     outs = Outputs(output, clusters_path, pairs_path, removed_path, skipped_path, stats_path, annotate, annotate_prefix)
     check_output_paths(list(inputs) + ([against_path] if against_path else []), outs.named())
     try:
@@ -338,7 +336,7 @@ def dedup_cmd(
         with (
             interrupts() as outcome,
             against_index(against_path, update, method, config) as index,
-            chosen_engine(engine, scheduler, partitions, workers) as job_engine,
+            chosen_engine(engine, scheduler, partitions, workers, memory, tmp_dir) as job_engine,
             job_progress(show_progress, read_stats, total_bytes) as progress,
             compile_notice(method, progress if show_progress else None, None if quiet else _echo_err) as clock,
             precompiled(() if job_engine is not None or index is not None else job_kernels(config, read, outs)),

@@ -41,7 +41,8 @@ MEMORY = _Size()
 
 
 def add_memory_options(command: Callable) -> Callable:
-    """Decorate a click command with ``--memory`` and ``--tmp-dir`` (the local engine's budget)."""
+    """Decorate a click command with ``--memory`` and ``--tmp-dir`` (the job's budget; with
+    ``--engine dask`` split between the driver and the workers: :func:`chosen_engine`)."""
     options = [
         option(
             "--memory",
@@ -100,8 +101,19 @@ def add_engine_options(command: Callable) -> Callable:
 
 
 @contextmanager
-def chosen_engine(engine: str, scheduler: str | None, partitions: int | None, workers: int | None) -> Iterator:
-    """The engine to pass to :func:`neardup.dedup` (None: the local engine with ``workers``)."""
+def chosen_engine(
+    engine: str,
+    scheduler: str | None,
+    partitions: int | None,
+    workers: int | None,
+    memory: str | None = None,
+    tmp_dir: str | None = None,
+) -> Iterator:
+    """The engine to pass to :func:`neardup.dedup` (None: the local engine with ``workers``).
+    With ``--engine dask``, ``memory`` is the job's budget: on a LocalCluster an eighth to this
+    process and the rest split between the workers as their memory limit
+    (:func:`~neardup.engine.dask_engine.split_memory`); with ``--scheduler``, this process's
+    alone (the workers keep to their cluster's limit)."""
     if engine == "local":
         if scheduler is not None or partitions is not None:
             raise click.UsageError("--scheduler and --partitions need --engine dask")
@@ -111,14 +123,14 @@ def chosen_engine(engine: str, scheduler: str | None, partitions: int | None, wo
         from dask.distributed import Client
     except ImportError as exc:
         raise NeardupError("--engine dask needs dask.distributed: pip install 'neardup[dask]'") from exc
-    from ..engine.dask_engine import DaskEngine, local_client
+    from ..engine.dask_engine import DaskEngine, local_client, split_memory
 
     if scheduler is not None:
         if workers is not None:
             raise click.UsageError("--workers sets the LocalCluster's size; with --scheduler the cluster has its own")
         client = Client(scheduler)
         try:
-            yield DaskEngine(client, partitions=partitions)
+            yield DaskEngine(client, partitions=partitions, memory=memory, tmp_dir=tmp_dir)
         finally:
             client.close()
         return
@@ -130,9 +142,10 @@ def chosen_engine(engine: str, scheduler: str | None, partitions: int | None, wo
     # closes the nanny for good if the new worker has not registered within this time (15 s by
     # default), which a loaded machine, or this process holding the GIL, can exceed
     with dask.config.set({"distributed.deploy.lost-worker-timeout": "300s"}):
-        client = local_client(workers or default_workers())
+        driver, limit = (None, "auto") if memory is None else split_memory(memory, workers or default_workers())
+        client = local_client(workers or default_workers(), memory_limit=limit, spill_only=memory is not None)
         try:
-            yield DaskEngine(client, partitions=partitions)
+            yield DaskEngine(client, partitions=partitions, memory=driver, tmp_dir=tmp_dir)
         finally:
             cluster = client.cluster
             client.close()

@@ -109,6 +109,7 @@ def finish_job(
     counters: dict[str, float],
     timings: dict[str, float],
     similarity: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    similarity_row_bytes: int = 4096,
 ) -> JobResult:
     """The :class:`JobResult` of a plan whose stages have run, ``state`` holding ``root``, ``empty``
     and (with ``want_pairs``) ``pairs`` over the documents the stages saw: every document, or the
@@ -121,7 +122,10 @@ def finish_job(
 
     ``similarity(docs, others)`` (default: the plan's similarity over ``state``) gives the
     similarity of each document to its kept one, as indices among the documents the stages saw:
-    an engine that keeps the per-document state elsewhere computes it there.
+    an engine that keeps the per-document state elsewhere computes it there. Past the budget it
+    is called a stretch of ``work / similarity_row_bytes`` documents at a time (the bytes this
+    process holds for each document of a call: a signature's row here, less where the rows are
+    elsewhere).
     """
     keep = check("keep", keep, KEEP)
     for name in ("root", "empty") + (("pairs",) if want_pairs else ()):
@@ -141,7 +145,9 @@ def finish_job(
 
     spill = current_spill()
     if spill is not None and spill.spilled:
-        spread = _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill)
+        spread = _spread_spilled(
+            plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill, similarity_row_bytes
+        )
         root, kept, found, empty = spread
         return JobResult(ids, lengths, root, kept, found, pairs, empty, counters, timings)
     if groups is None:
@@ -190,7 +196,7 @@ def _longest_spilled(root: np.ndarray, lengths: np.ndarray, spill, step: int) ->
     return kept
 
 
-def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill):
+def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similarity, spill, row_bytes=4096):
     """``(root, kept, similarity, empty)`` of :func:`finish_job` past the memory budget: the same
     arrays, made a stretch of documents at a time into arrays of the budget, with no temporary
     over every document. With the pre-pass, ``at[d]`` is the representative's position among
@@ -229,7 +235,7 @@ def _spread_spilled(plan, groups, n, sub_root, sub_empty, keep, lengths, similar
     else:
         kept = _longest_spilled(root, lengths, spill, step)
     found = spill.array(n, np.float64)
-    step = max(spill.work // 4096, 64)
+    step = max(spill.work // row_bytes, 64)
     for lo in range(0, n, step):
         docs = np.arange(lo, min(lo + step, n), dtype=np.int64)
         others = kept[lo : lo + step]

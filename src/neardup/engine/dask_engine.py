@@ -68,8 +68,10 @@ from typing import Any
 import numpy as np
 
 from ..core.arrays import CsrRows, sorted_unique, text_lengths
+from ..core.budget import current_spill, parse_size, spill_rows, trim, using
 from ..core.documents import DocBatch, DocumentSource, PartitionedSource
 from ..core.errors import InputChangedError, LinesNeeded
+from ..core.ids import IdBuffer
 from ..core.parallel import Threads
 from ..core.plan import GroupBy, Plan, Prepass, Recheck, Scan, Sharded, StageContext, Step
 from ..core.validation import check_int
@@ -99,7 +101,16 @@ from .dask_groupby import (
 )
 from .local import LocalEngine, _add_counters, _finished, _inputs, _prepared, _subset, _whole
 
-__all__ = ["DaskEngine", "local_client"]
+__all__ = ["DaskEngine", "local_client", "split_memory"]
+
+_SIMILARITY_ROW = 64
+"""Bytes of this process's working memory a document of one call of the similarity to the kept
+documents (past the budget, ``finish_job`` calls it for ``work / 64`` documents at a time: their
+numbers, kept documents and similarities here; their rows on the workers)."""
+
+_SIMILARITY_BUCKET = 10_000
+"""Pairs (document, kept) a bucket of that similarity takes at the least: a small call is one
+bucket, not one per shuffle partition."""
 
 _MERGE_FAN_IN = 8
 """Forests joined by one merge task: each merge sorts the documents its forests touch, so a
@@ -378,6 +389,68 @@ def _parts_again(job: _Job):
         sub_start += expected if chosen is None else int(np.count_nonzero(chosen))
 
 
+def _forest_size(forest: tuple[np.ndarray, np.ndarray]) -> int:
+    return len(forest[0])
+
+
+def _forest_slice(forest: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    return forest[0][lo:hi], forest[1][lo:hi]
+
+
+def _roots(client, retries: int, n: int, forest) -> np.ndarray:
+    """int64[n]: each document's root (:func:`~neardup.engine.dask_groupby.roots_from_forest`)
+    from the merged forest (a future; None: no pairs). Within the job's budget, the forest comes
+    here whole; past it, the roots are an array of the budget (a spill file) and the forest
+    comes a stretch at a time, so this process never holds the documents in clusters at once."""
+    spill = current_spill()
+    if spill is None or spill.fits(16 * n):
+        found = forest.result() if forest is not None else (np.empty(0, np.int64), np.empty(0, np.int64))
+        return roots_from_forest(n, found)
+    root = spill.array(n, np.int64)
+    step = max(spill.work // 64, 1 << 16)
+    for lo in range(0, n, step):
+        root[lo : lo + step] = np.arange(lo, min(lo + step, n), dtype=np.int64)
+        spill.relieve()
+    size = 0 if forest is None else client.submit(_forest_size, forest, retries=retries).result()
+    for lo in range(0, size, step):
+        nodes, roots = client.submit(_forest_slice, forest, lo, lo + step, retries=retries).result()
+        root[nodes] = roots
+        spill.relieve()
+    return root
+
+
+def _joined(pieces: list[np.ndarray], n: int, dtype: Any) -> np.ndarray:
+    """The per-shard ``pieces`` (``n`` entries in all) as one array of the job's budget."""
+    spill = current_spill()
+    out = np.empty(n, dtype=dtype) if spill is None else spill.array(n, dtype)
+    at = 0
+    for piece in pieces:
+        out[at : at + len(piece)] = piece
+        at += len(piece)
+    if at != n:
+        raise RuntimeError(f"the shards gave {at} rows for {n} documents")
+    return out
+
+
+_ADMIT_STRETCH = 512
+"""Keys admitted between two releases of the spilled pre-pass table's pages: each key reads a
+random slot, and each read maps 64 KB of the file around it (Linux fault-around), so a whole
+partition's keys (18,000 a 32 MB partition) would map the whole table."""
+
+
+def _admitted(admission: ExactPrepass, keys: np.ndarray) -> np.ndarray:
+    """``admission.admit(keys)``; past the budget, ``_ADMIT_STRETCH`` keys at a time with the spill
+    files' pages released between (the same answer: admission goes in input order)."""
+    spill = current_spill()
+    if spill is None or not spill.spilled or len(keys) <= _ADMIT_STRETCH:
+        return admission.admit(keys)
+    out = np.empty(len(keys), dtype=bool)
+    for lo in range(0, len(keys), _ADMIT_STRETCH):
+        out[lo : lo + _ADMIT_STRETCH] = admission.admit(keys[lo : lo + _ADMIT_STRETCH])
+        spill.relieve()
+    return out
+
+
 def _no_components(want_pairs: bool) -> dict[str, Any]:
     """What the candidate stage gives for a job without documents."""
     out: dict[str, Any] = {"root": np.arange(0, dtype=np.int64), "groups": 0}
@@ -402,8 +475,10 @@ class _Job:
 
     def __init__(self, source: DocumentSource) -> None:
         self.source = source
-        self.ids: list[str] = []
-        self.lengths: list[np.ndarray] = []
+        self.ids = IdBuffer()
+        """Packed past the driver's budget (:class:`~neardup.core.ids.IdBuffer`), never one
+        ``str`` per document then."""
+        self.lengths = spill_rows((), np.int64)
         self.parts: list[Any] | None = None
         self.part_docs: list[int] = []
         self.groups: ExactGroups | None = None
@@ -444,9 +519,41 @@ def _bucket_forest(result: tuple) -> tuple[np.ndarray, np.ndarray]:
     return pairs_forest(result[0], result[1])
 
 
-def local_client(workers: int, memory_limit: str | None = "auto"):
+MIN_WORKER_MEMORY = 256_000_000
+"""The least memory limit :func:`split_memory` gives a worker."""
+
+
+def split_memory(memory: int | str, workers: int) -> tuple[int, int]:
+    """(this process's budget, each worker's memory limit) of a job budget of ``memory`` (bytes or
+    a size) on a LocalCluster of ``workers`` worker processes: an eighth to this process (the
+    driver keeps only what it must of each document, spilled past it), the rest split evenly
+    between the workers, which hold the signatures and keys; a worker gets at least
+    ``MIN_WORKER_MEMORY`` (a worker process with its libraries loaded takes about 200 MB before
+    it holds anything, and Dask refuses a task whose inputs pass its limit).
+
+    >>> split_memory("2GB", 2)
+    (250000000, 875000000)
+    >>> split_memory("64KB", 2)
+    (8000, 256000000)
+    """
+    try:
+        total = parse_size(memory)
+    except ValueError as exc:
+        raise ValueError(f"memory: {exc}") from None
+    workers = check_int("workers", workers, 1, 1 << 16)
+    driver = total // 8
+    return driver, max((total - driver) // workers, MIN_WORKER_MEMORY)
+
+
+def local_client(workers: int, memory_limit: str | int | None = "auto", spill_only: bool = False):
     """A ``dask.distributed`` client of a new LocalCluster of ``workers`` worker processes with
     one thread each.
+
+    ``spill_only``: a worker past ``memory_limit`` moves the data it holds (shards of signatures
+    and keys, entries, rows) to disk (Dask's spilling: from 60% of the limit, and of what it holds
+    from 70% of the process's memory), and is never paused or restarted for its memory: a job
+    whose working set passes the limit for a while goes on, slower, instead of failing (a
+    restarted worker loses its shards, which are made again, and past the limit again).
 
     The workers start with glibc's own malloc settings: Dask's nanny sets
     ``MALLOC_TRIM_THRESHOLD_=65536`` by default, and setting any malloc threshold also turns off
@@ -466,10 +573,13 @@ def local_client(workers: int, memory_limit: str | None = "auto"):
     from dask.distributed import Client, LocalCluster
 
     workers = check_int("workers", workers, 1, 1 << 16)
-    settings = {
+    settings: dict[str, Any] = {
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
         "distributed.scheduler.active-memory-manager.start": False,
     }
+    if spill_only:
+        settings["distributed.worker.memory.pause"] = False
+        settings["distributed.worker.memory.terminate"] = False
     with dask.config.set(settings):
         cluster = LocalCluster(
             n_workers=workers,
@@ -490,7 +600,10 @@ class DaskEngine(LocalEngine):
     32 MB of splittable input); ``retries``: extra attempts of a task that raised (a lost
     worker's tasks are rescheduled by Dask anyway); ``threads``: this process's threads for the
     plan's steps; ``worker_state``: keep the per-document state on the workers for plans that
-    allow it (``False`` brings it here, as other plans do: for comparison).
+    allow it (``False`` brings it here, as other plans do: for comparison); ``memory``: this
+    process's budget (bytes or a size; default: half the memory available when the job starts)
+    for what it keeps of each document, spilled under ``tmp_dir`` past it (the workers keep to
+    the cluster's own memory limit: :func:`split_memory`, :func:`local_client`).
     """
 
     def __init__(
@@ -501,8 +614,10 @@ class DaskEngine(LocalEngine):
         retries: int = 2,
         threads: int = 1,
         worker_state: bool = True,
+        memory: int | str | None = None,
+        tmp_dir: str | None = None,
     ) -> None:
-        super().__init__(workers=threads)
+        super().__init__(workers=threads, memory=memory, tmp_dir=tmp_dir)
         self.client = client
         self.worker_state = bool(worker_state)
         self.input_partitions = 0
@@ -536,7 +651,16 @@ class DaskEngine(LocalEngine):
         want_pairs: bool = False,
         progress: Progress | None = None,
     ) -> JobResult:
-        """Run ``plan`` over ``source`` on the cluster; see :class:`~neardup.engine.base.Engine`."""
+        """Run ``plan`` over ``source`` on the cluster; see :class:`~neardup.engine.base.Engine`.
+        What this process keeps of each document (ids, lengths, the exact pre-pass table, roots,
+        kept documents, similarities) keeps to its budget (``memory``), spilled past it as the
+        local engine's (:mod:`neardup.core.budget`)."""
+        spill = self.last_spill = self.budget()
+        with using(spill):
+            result = self._run(plan, source, keep, want_pairs, progress)
+        return replace(result, spilled_bytes=spill.disk_peak) if spill.spilled else result
+
+    def _run(self, plan: Plan, source: DocumentSource, keep: Keep, want_pairs: bool, progress) -> JobResult:
         self.shuffle_bytes, self.group_by_seconds = {}, {}
         self.scan_bytes = {"to workers": 0, "from workers": 0}
         self.input_partitions = 0
@@ -553,8 +677,10 @@ class DaskEngine(LocalEngine):
         if sharded is not None:
             return self._run_sharded(plan, sharded, job, keep, want_pairs, progress)
         self._stages(plan, plan.stages, job, state, want_pairs, counters, timings, progress)
-        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
-        return finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings)
+        if current_spill() is not None and current_spill().spilled:
+            trim()
+        ids, lengths = job.ids.finish(), job.lengths.finish()
+        return finish_job(plan, state, job.groups, ids, lengths, keep, want_pairs, counters, timings)
 
     def _stages(self, plan: Plan, stages, job: _Job, state, want_pairs: bool, counters, timings, progress) -> None:
         """Run ``stages`` of ``plan`` in order, their results added to ``state``: scans on the
@@ -643,13 +769,24 @@ class DaskEngine(LocalEngine):
         state = self._sharded_group_by(group.name, sharded, config, job, want_pairs, progress)
         _add_counters(counters, state.pop("counters"))
         timings[group.name] = time.perf_counter() - t0
-        lengths = np.concatenate(job.lengths) if job.lengths else np.empty(0, np.int64)
+        spill = current_spill()
+        if spill is not None and spill.spilled:
+            trim()
+        ids, lengths = job.ids.finish(), job.lengths.finish()
+
+        holders: list = []  # where the shards are, asked once (finish_job calls a stretch at a time past the budget)
+        self.row_bytes["similarity"] = 0
 
         def similarity(docs: np.ndarray, others: np.ndarray) -> np.ndarray:
             shards = job.reread if sharded.recheck is not None else job.shards
-            return self._sharded_similarity(sharded, config, shards, docs, others)
+            if not holders and shards:
+                holders.append(self._shard_holders(shards)[0])
+            return self._sharded_similarity(sharded, config, shards, docs, others, holders[0] if holders else [])
 
-        result = finish_job(plan, state, job.groups, job.ids, lengths, keep, want_pairs, counters, timings, similarity)
+        # a call of similarity holds 3 numbers a document here (the rows stay on the workers)
+        result = finish_job(
+            plan, state, job.groups, ids, lengths, keep, want_pairs, counters, timings, similarity, _SIMILARITY_ROW
+        )
         job.shards, job.reread, job.shared = [], [], None  # released on the cluster with their last reference
         return result
 
@@ -739,11 +876,14 @@ class DaskEngine(LocalEngine):
                 read_stats.append(part_stats)
             job.ids.extend(ids)
             job.lengths.append(lengths)
+            spill = current_spill()
+            if spill is not None and spill.spilled:  # the pages of the pre-pass table and ids written
+                spill.relieve()
             job.parts.append(None if isinstance(part, DocBatch) else part)
             job.part_docs.append(len(ids))
             chosen = None
             if admission is not None:  # a partition without documents has no keys to admit
-                chosen = admission.admit(keys) if ids else np.zeros(0, dtype=bool)
+                chosen = _admitted(admission, keys) if ids else np.zeros(0, dtype=bool)
             self.scan_bytes["to workers"] += _nbytes(chosen)
             m = len(ids) if chosen is None else int(np.count_nonzero(chosen))
             args = (stage, config, inputs, held, chosen, doc_start, sub_start)
@@ -887,8 +1027,7 @@ class DaskEngine(LocalEngine):
                 else forests[i]
                 for i in range(0, len(forests), _MERGE_FAN_IN)
             ]
-        forest = forests[0].result() if forests else (np.empty(0, np.int64), np.empty(0, np.int64))
-        out: dict[str, Any] = {"root": roots_from_forest(n, forest)}
+        out: dict[str, Any] = {"root": _roots(client, self.retries, n, forests[0] if forests else None)}
         counted = client.gather(counts)
         out["groups"] = sum(g for g, _ in counted)
         out["pair_count"] = sum(p for _, p in counted)
@@ -1003,7 +1142,7 @@ class DaskEngine(LocalEngine):
         for group, arrays in zip(groups, found):
             for k, a in zip(group, arrays):
                 per_shard[k] = a
-        state: dict[str, Any] = {"empty": np.concatenate(per_shard) if per_shard else np.zeros(0, dtype=bool)}
+        state: dict[str, Any] = {"empty": _joined(per_shard, n, bool)}
         shuffled = sum(client.gather(sizes))
         moved = client.gather(moved)
         groups_verified, pair_count = out.pop("groups"), out.pop("pair_count", 0)
@@ -1050,22 +1189,27 @@ class DaskEngine(LocalEngine):
         return self._verify_buckets(recheck_with_rows, recheck.verify, config, buckets, held, where)
 
     def _sharded_similarity(
-        self, sharded: Sharded, config: Any, shards: list[tuple[int, int, Any]], docs: np.ndarray, others: np.ndarray
+        self,
+        sharded: Sharded,
+        config: Any,
+        shards: list[tuple[int, int, Any]],
+        docs: np.ndarray,
+        others: np.ndarray,
+        groups: list[list[int]],
     ) -> np.ndarray:
         """Each document's similarity to its kept one, on the shards' rows: the pairs of distinct
         documents go to buckets by the kept document, each bucket gets the rows of its documents
         from the workers that hold them (each row moves once), and only the similarities come
-        back."""
+        back; ``groups``: the shards by the worker that holds them (:meth:`_shard_holders`)."""
         client, retries = self.client, self.retries
         out = np.ones(len(docs), dtype=np.float64)
         q = np.flatnonzero(docs != others)
         if not len(q):
             return out
         d, k = docs[q], others[q]
+        buckets = max(1, min(self.partitions or 4 * self._cluster_threads(), len(q) // _SIMILARITY_BUCKET))
         starts = np.array([start for start, _, _ in shards], dtype=np.int64)
         ends = starts + np.array([m for _, m, _ in shards], dtype=np.int64)
-        groups = self._shard_holders(shards)[0]
-        buckets = self.partitions or 4 * self._cluster_threads()
         bucket = k % buckets
         pending = []
         moved = 0
@@ -1085,5 +1229,5 @@ class DaskEngine(LocalEngine):
         for sel, found, size in pending:
             out[q[sel]] = found.result()
             moved += size.result()
-        self.row_bytes["similarity"] = int(moved)
+        self.row_bytes["similarity"] = self.row_bytes.get("similarity", 0) + int(moved)
         return out

@@ -272,6 +272,9 @@ class ExactPrepass:
         self._slots, self._table_reps = _table(1024)
         self._distinct = 0
         self._reps: list[np.ndarray] = []
+        spill = current_spill()
+        self._spilled_reps = None if spill is None else spill.rows((), np.int64)
+        """Under a budget: each document's representative, written to a spill file past it."""
         self._n = 0
 
     def admit(self, keys: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
@@ -285,8 +288,10 @@ class ExactPrepass:
         self._reserve(self._distinct + m)
         rep = np.empty(m, dtype=np.int64)
         self._distinct += admit_kernel(self._slots, self._table_reps, keys, valid, start, rep)
-        spill = current_spill()
-        self._reps.append(rep if spill is None else spill.held_array(rep))
+        if self._spilled_reps is None:
+            self._reps.append(rep)
+        else:
+            self._spilled_reps.append(rep)
         self._n += m
         return rep == np.arange(start, start + m)
 
@@ -311,15 +316,9 @@ class ExactPrepass:
             spill.relieve()
 
     def groups(self) -> ExactGroups:
-        spill = current_spill()
-        if spill is None:
+        if self._spilled_reps is None:
             return ExactGroups(np.concatenate(self._reps) if self._reps else np.empty(0, dtype=np.int64))
-        rep = spill.array(self._n, np.int64)
-        at = 0
-        for part in self._reps:
-            rep[at : at + len(part)] = part
-            at += len(part)
-        self._reps = []
+        rep, self._spilled_reps = self._spilled_reps.finish(), None
         return ExactGroups(rep)
 
 
