@@ -21,9 +21,8 @@ from ..core.errors import NeardupError
 from ..io import OutputSet, write_table
 from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
-from ..io.rewrite import write_rewritten
 from ..io.write import write_bytes
-from ..repeats import RepeatsConfig, clean, find_repeats
+from ..repeats import RepeatsConfig
 from .common import EXIT_DATA_ERROR, SETTINGS, make_console
 from .dedup import _check_output_path, _check_stats_path, nothing_read
 from .dedup_outputs import write_skipped
@@ -245,6 +244,8 @@ def repeats_cmd(
     except NeardupError as exc:
         click.echo(f"neardup: error: {exc}", err=True)
         sys.exit(EXIT_DATA_ERROR)
+    from ..repeats import find_repeats  # the job and its kernels, only when the command runs
+
     config = RepeatsConfig(mode, min_length, unit, min_count, keep_first, bloom, bloom_items)
     show_progress = not quiet and sys.stderr.isatty()
     started = time.perf_counter()
@@ -305,6 +306,9 @@ def _write(
     result, config, inputs, named, annotate, drop_empty, text_field, id_field, on_error, input_format, started, outcome
 ) -> dict:
     import pyarrow as pa
+
+    from ..io.rewrite import write_rewritten
+    from ..repeats import clean
 
     counts = dict(
         documents=result.n_documents, chars=0, removed_chars=0, removed_ranges=0, changed=0, written=0, dropped_empty=0

@@ -20,7 +20,6 @@ from typing import Literal
 
 import numpy as np
 
-from .._kernels.centers import csr_both_ways, greedy_centers
 from .._kernels.unionfind import roots, union_edges
 
 
@@ -114,6 +113,8 @@ def center_clusters(
         raise ValueError(f"order must list the {n} documents")
     if len(a) and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
         raise ValueError(f"pairs must join documents 0..{n - 1}")
+    from .._kernels.centers import csr_both_ways, greedy_centers  # compiled for --cluster center only
+
     start, neighbour, weight = csr_both_ways(n, a, b, s)
     kept, sim = greedy_centers(order, start, neighbour, weight)
     smallest = np.arange(n, dtype=np.int64)
