@@ -7,7 +7,6 @@ are written by :mod:`neardup.cli.dedup_outputs`, as one set.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -21,7 +20,6 @@ from ..core.errors import NeardupError
 from ..incremental import match_against
 from ..index.durable import DurableIndex
 from ..io import output_format
-from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
 from .common import EXIT_DATA_ERROR, SETTINGS, empty_id_records, make_console, require_extras
 from .config_file import config_option
@@ -35,26 +33,16 @@ from .options import (
     reject_foreign_options,
 )
 from .progress import compile_notice, input_bytes, job_progress, print_summary, sources_bytes
+from .read_options import (
+    batch_size_option,
+    check_output_path,
+    id_field_option,
+    input_format_option,
+    on_error_option,
+    stats_option,
+    text_field_option,
+)
 from .safety import check_output_paths, interrupts, preflight_outputs
-
-
-def _check_stats_path(ctx, param, value):
-    if value is not None and not value.lower().endswith(".json"):
-        raise click.BadParameter(f"{value!r}: the stats file is JSON; give a path ending in .json")
-    return value
-
-
-def _check_output_path(ctx, param, value):
-    if value is None or (param.name == "output" and (value == "-" or value.endswith(("/", os.sep)))):
-        return value
-    if os.path.isdir(value):
-        hint = " (or end it with '/' to write one part per input into it)" if param.name == "output" else ""
-        raise click.BadParameter(f"{value} is a directory; give a file path{hint}")
-    try:
-        output_format(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
 
 
 @click.command("dedup", cls=MethodCommand, context_settings=SETTINGS)
@@ -65,20 +53,14 @@ def _check_output_path(ctx, param, value):
     "output",
     group="Output",
     required=True,
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Where to write the kept records, with all their fields; the format follows the "
     "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output; a folder "
     "ending in '/' gets one JSON Lines part per input file (OUT/part-00000.jsonl, ...), in reading order; with "
     "--engine dask, one part per input partition (byte ranges of large JSONL files), written by the workers "
     "(the folder must be on a filesystem they share); in order, the parts are the one-file output.",
 )
-@option(
-    "--input-format",
-    group="Input",
-    type=click.Choice(list(INPUT_FORMATS)),
-    default=None,
-    help="Read every input as this format, whatever its extension (needed for '-', standard input).",
-)
+@input_format_option
 @click.option(
     "--keep",
     type=click.Choice(["first", "longest"]),
@@ -100,7 +82,7 @@ def _check_output_path(ctx, param, value):
     "clusters_path",
     group="Output",
     default=None,
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Also write one row per document: id, cluster (id of its kept document), similarity.",
 )
 @option(
@@ -108,7 +90,7 @@ def _check_output_path(ctx, param, value):
     "pairs_path",
     group="Output",
     default=None,
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Also write every verified pair: id_a, id_b, similarity.",
 )
 @option(
@@ -117,7 +99,7 @@ def _check_output_path(ctx, param, value):
     group="Output",
     default=None,
     metavar="PATH",
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Also write the removed records, with all their fields, like -o (format by extension).",
 )
 @option(
@@ -135,33 +117,20 @@ def _check_output_path(ctx, param, value):
     show_default=True,
     help="With --annotate: put this before the added column names (e.g. 'dedup_' gives dedup_cluster, ...).",
 )
-@option(
-    "--stats",
-    "stats_path",
-    group="Output",
-    default=None,
-    metavar="PATH",
-    callback=_check_stats_path,
-    help="Also write the summary as JSON: counts, skips by reason, seconds per stage, settings, version.",
-)
+@stats_option
 @option(
     "--skipped",
     "skipped_path",
     group="Output",
     default=None,
     metavar="PATH",
-    callback=_check_output_path,
+    callback=check_output_path,
     help="With --on-error skip: write file, line, reason and message of every skipped record "
     "(.jsonl, .csv or .parquet).",
 )
 @add_method_options
-@option("--text-field", group="Input", default="text", show_default=True, help="Field holding the text.")
-@option(
-    "--id-field",
-    group="Input",
-    default=None,
-    help="Field holding the document id [default: 'id' when present, else FILE:LINE].",
-)
+@text_field_option
+@id_field_option
 @option(
     "--id-policy",
     group="Input",
@@ -190,14 +159,7 @@ def _check_output_path(ctx, param, value):
     help="With --main-content and without resiliparse: use neardup's own main-content heuristic (other results) "
     "instead of stopping.",
 )
-@option(
-    "--on-error",
-    group="Input",
-    type=click.Choice(["fail", "skip"]),
-    default="fail",
-    show_default=True,
-    help="On a bad record: stop with an error naming file and line, or skip and count it.",
-)
+@on_error_option
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
@@ -205,7 +167,7 @@ def _check_output_path(ctx, param, value):
     help="Threads [default: all cores] (with --engine dask: worker processes of the LocalCluster); "
     "results do not depend on it.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
+@batch_size_option
 @option(
     "--against",
     "against_path",

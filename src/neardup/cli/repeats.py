@@ -19,16 +19,24 @@ import orjson
 from .. import __version__
 from ..core.errors import NeardupError
 from ..io import OutputSet, write_table
-from ..io.paths import INPUT_FORMATS
 from ..io.policy import ReadStats
 from ..io.write import write_bytes
 from ..repeats import RepeatsConfig
 from .common import EXIT_DATA_ERROR, SETTINGS, make_console
-from .dedup import _check_output_path, _check_stats_path, nothing_read
+from .dedup import nothing_read
 from .dedup_outputs import write_skipped
 from .engine_options import add_memory_options
 from .groups import option
 from .progress import input_bytes, job_progress
+from .read_options import (
+    batch_size_option,
+    check_output_path,
+    id_field_option,
+    input_format_option,
+    on_error_option,
+    stats_option,
+    text_field_option,
+)
 from .safety import check_output_paths, interrupts, preflight_outputs
 
 SPAN_FIELD = "repeats"
@@ -42,7 +50,7 @@ SPAN_FIELD = "repeats"
     "output",
     group="Output",
     required=True,
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Where to write every record with its text cleaned (other fields as read); the format follows the "
     "extension: .jsonl (.gz/.zst), .csv, .parquet; '-' writes JSON Lines to standard output.",
 )
@@ -123,57 +131,31 @@ SPAN_FIELD = "repeats"
     "spans_path",
     group="Output",
     default=None,
-    callback=_check_output_path,
+    callback=check_output_path,
     help="Also write each removed range: id, start, end (character offsets), length (in tokens, or lines), "
     "occurrences, other_id (another document that holds it; empty with --bloom).",
 )
-@option(
-    "--stats",
-    "stats_path",
-    group="Output",
-    default=None,
-    metavar="PATH",
-    callback=_check_stats_path,
-    help="Also write the summary as JSON: counts, skips by reason, seconds per stage, settings, version.",
-)
+@stats_option
 @option(
     "--skipped",
     "skipped_path",
     group="Output",
     default=None,
     metavar="PATH",
-    callback=_check_output_path,
+    callback=check_output_path,
     help="With --on-error skip: write file, line, reason and message of every skipped record.",
 )
-@option(
-    "--input-format",
-    group="Input",
-    type=click.Choice(list(INPUT_FORMATS)),
-    default=None,
-    help="Read every input as this format, whatever its extension (needed for '-', standard input).",
-)
-@option("--text-field", group="Input", default="text", show_default=True, help="Field holding the text.")
-@option(
-    "--id-field",
-    group="Input",
-    default=None,
-    help="Field holding the document id [default: 'id' when present, else FILE:LINE].",
-)
-@option(
-    "--on-error",
-    group="Input",
-    type=click.Choice(["fail", "skip"]),
-    default="fail",
-    show_default=True,
-    help="On a bad record: stop with an error naming file and line, or skip and count it.",
-)
+@input_format_option
+@text_field_option
+@id_field_option
+@on_error_option
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=None,
     help="Threads [default: all cores]; results do not depend on it.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), default=2048, show_default=True, help="Documents per batch.")
+@batch_size_option
 @option(
     "--allow-empty",
     group="Output",
