@@ -586,7 +586,7 @@ def local_client(workers: int, memory_limit: str | int | None = "auto", spill_on
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit,
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",  # a free port: two clusters at once need not both want 8787
             host="127.0.0.1",
         )
     return Client(cluster)
