@@ -7,10 +7,9 @@ with every core by default). Nothing is written; the command line writes the out
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -282,14 +281,14 @@ def method_config(method: MethodConfig | str | None, options: dict[str, Any]) ->
         )
     if not options:
         return base if base is not None else cls()
-    known = [f.name for f in dataclasses.fields(cls) if f.init]
+    known = [f.name for f in fields(cls) if f.init]
     unknown = sorted(set(options) - set(known))
     if unknown:
         raise TypeError(
             f"dedup() got unknown option(s) {', '.join(map(repr, unknown))}: neither a dedup() argument nor a "
             f"setting of method {cls.name!r} ({', '.join(known)})"
         )
-    return dataclasses.replace(base, **options) if base is not None else cls(**options)
+    return replace(base, **options) if base is not None else cls(**options)
 
 
 class _Callbacks:
