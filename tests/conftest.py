@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,6 +198,24 @@ class RedisServer:
             self.proc.kill() if kill else self.proc.terminate()
             self.proc.wait(20)
         self.proc = None
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, exit_log: Callable[[], str], stop: Callable[[], object]) -> None:
+    """Wait (60 s at most) until the ``neardup serve`` at ``url`` answers ``/healthz``; a server
+    that exits first raises with ``exit_log()``, one that never answers is ``stop()``-ed and raises."""
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {exit_log()}")
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    stop()
+    raise RuntimeError("server did not start in 60 s")
 
 
 def _free_port() -> int:

@@ -20,6 +20,8 @@ pytest.importorskip("uvicorn")
 import neardup  # noqa: E402
 from neardup.methods.minhash.config import MinHashConfig  # noqa: E402
 
+from conftest import wait_healthy  # noqa: E402
+
 TOKEN = "test-token-123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 BASE_TEXT = " ".join(f"word{i}" for i in range(80))
@@ -57,18 +59,7 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            self.stop()
-            raise RuntimeError("server did not start in 60 s")
+        wait_healthy(self.url, self.proc, self.proc.stderr.read, self.stop)
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def stop(self, sig=signal.SIGTERM) -> int:

@@ -29,6 +29,8 @@ pytest.importorskip("uvicorn")
 import neardup  # noqa: E402
 from neardup.methods.minhash.config import MinHashConfig  # noqa: E402
 
+from conftest import wait_healthy  # noqa: E402
+
 TOKEN = "fault-token-1"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -63,17 +65,7 @@ class Server:
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("server did not start in 60 s")
+        wait_healthy(self.url, self.proc, self.log.read_text, self.stop)
 
     def add(self, ids, **extra) -> httpx.Response:
         docs = [{"id": i, "text": text(hash(i) % 100_000)} for i in ids]
